@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every Debian package rectrain needs to build, test and benchmark.
+# Usage: scripts/install_deps.sh [--peer]   (--peer adds PyTorch etc. for the benchmark peer)
+set -euo pipefail
+PKGS=(build-essential cmake ninja-build pkg-config git
+      libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev nlohmann-json3-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev zlib1g-dev
+      python3)
+if [[ "${1:-}" == "--peer" ]]; then
+  PKGS+=(python3-torch python3-pandas python3-sklearn python3-numpy)
+fi
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,104 @@
+// rectrain/embedding/embedding_table.h: the parameter-server interface for sparse features.
+//
+// An EmbeddingTable maps 64-bit feature ids to rows of `dim` floats. It grows as new ids arrive
+// (no fixed vocabulary), admits an id to its own row only after `min_count` sightings (before
+// that the id reads and trains the table's shared OOV row), keeps each row's sparse-optimizer
+// state beside its weights, accounts its memory, and within a configured budget either evicts
+// least-recently-used rows or fails with ResourceExhausted — it never lets the machine swap.
+//
+// Rows are sharded by hash(id) % num_shards. Pull/Push partition their ids by shard and process
+// shards in parallel with no locks held across shards. Checkpoints store rows by id, so they
+// reload into any shard count (and, later, any number of MPI ranks: rank = hash(id) % world).
+//
+// Step protocol (what the Trainer does every step):
+//   1. dedupe the batch's ids per table            -> unique ids U
+//   2. Pull(U, kTrain, rows[|U| × dim])            -> copies; creates/admits ids as needed
+//   3. model forward/backward on the copies        -> grads[|U| × dim] (summed over occurrences)
+//   4. Push(U, grads, step)                        -> sparse optimizer update in place
+// Evaluation uses Pull(..., kEval): unknown ids read the OOV row and nothing is created.
+//
+// Thread safety: Pull and Push may not run concurrently with each other or with Save/Load on
+// the same table (the Trainer serialises steps); each call parallelises internally over shards.
+// Stats() may be called from any thread at any time (counters are atomics).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "rectrain/base/parallel.h"
+#include "rectrain/base/result.h"
+#include "rectrain/base/status.h"
+#include "rectrain/optim/optimizer.h"
+#include "rectrain/optim/sparse_optimizer.h"
+
+namespace rectrain::embedding {
+
+struct InitializerConfig {
+  std::string type = "normal";  // normal | uniform | zeros | truncated_normal
+  float stddev = 0.01f;         // normal, truncated_normal
+  float scale = 0.01f;          // uniform: U(-scale, scale)
+};
+
+struct EmbeddingTableConfig {
+  std::string name = "emb";
+  int dim = 16;                       // >= 1
+  optim::SparseOptimizerConfig optimizer;
+  InitializerConfig initializer;
+  int64_t min_count = 1;              // admission: sightings before an id gets its own row
+  int64_t memory_budget_bytes = 0;    // 0 = unlimited
+  std::string on_budget = "evict";    // evict (LRU) | error
+  int num_shards = 64;                // power of two
+  uint64_t seed = 42;                 // row i's init depends only on (seed, id): reproducible
+  int64_t expected_rows = 0;          // capacity hint (avoids rehash cost)
+};
+
+enum class PullMode : uint8_t {
+  kTrain,  // count sightings, admit/create rows, touch LRU
+  kEval,   // read-only: unknown or non-admitted ids read the OOV row
+};
+
+struct TableStats {
+  int64_t rows = 0;             // admitted rows resident (OOV row excluded)
+  int64_t bytes = 0;            // memory accounted to this table (rows + index + counters)
+  int64_t admissions = 0;       // ids that got their own row
+  int64_t evictions = 0;        // rows evicted for the budget
+  int64_t lookups = 0;          // ids pulled
+  int64_t oov_lookups = 0;      // ids that read the OOV row
+  int64_t pending_ids = 0;      // ids seen but not yet admitted (counting toward min_count)
+};
+
+class EmbeddingTable {
+ public:
+  virtual ~EmbeddingTable() = default;
+  virtual const EmbeddingTableConfig& config() const = 0;
+  int dim() const { return config().dim; }
+
+  // Copies the rows of `ids` into `out` (ids.size() × dim, row-major). `ids` should be unique
+  // for kTrain (duplicates are allowed but count as separate sightings).
+  // Errors: InvalidArgument on a size mismatch; ResourceExhausted when the budget is full and
+  // on_budget == "error" (message names the table, the budget and the config key to raise).
+  [[nodiscard]] virtual Status Pull(std::span<const uint64_t> ids, PullMode mode,
+                                    std::span<float> out, const ComputeContext& compute) = 0;
+
+  // Applies grads (ids.size() × dim) with the table's sparse optimizer. `ids` must be unique and
+  // must have been pulled with kTrain since the last Push (ids not admitted update the OOV row).
+  [[nodiscard]] virtual Status Push(std::span<const uint64_t> ids, std::span<const float> grads,
+                                    const optim::StepContext& step,
+                                    const ComputeContext& compute) = 0;
+
+  virtual TableStats Stats() const = 0;
+
+  // Writes every row (id, weights, optimizer state, counters) to `path` (format:
+  // docs/formats/checkpoint.md), atomically (temp file + rename) with a checksum.
+  [[nodiscard]] virtual Status Save(const std::string& path) const = 0;
+  // Replaces the table's contents with the rows in `path`, whatever shard count wrote it.
+  // Errors: NotFound, DataLoss (checksum, truncation), InvalidArgument (dim/optimizer mismatch).
+  [[nodiscard]] virtual Status Load(const std::string& path) = 0;
+};
+
+// Creates the in-process sharded hash table. InvalidArgument names the bad config key.
+Result<std::unique_ptr<EmbeddingTable>> MakeEmbeddingTable(const EmbeddingTableConfig& config);
+
+}  // namespace rectrain::embedding
