@@ -1,0 +1,98 @@
+// rectrain/data/reader.h: turns sample files into Batches. This is the contract between data/
+// and train/: the trainer opens a BatchReader per pass over a split and calls Next() until it
+// returns an empty optional.
+//
+// Strict by default: the first malformed row (wrong column count, non-numeric dense value,
+// label not 0/1) fails Next() with InvalidArgument/DataLoss naming file:line:column, the
+// offending text, what was expected, and how to relax it (data.max_bad_rows). With
+// max_bad_rows > 0 bad rows are counted (ReaderStats::rows_rejected), optionally written to
+// the rejects file, and the run fails once the count exceeds the limit. Nothing is dropped
+// silently. An empty or missing file, or a glob matching nothing, is NotFound/InvalidArgument.
+//
+// Parsing is chunked and parallel (data.num_threads workers) and runs ahead of the consumer
+// through a bounded prefetch queue; errors from workers are latched and returned by the next
+// Next() call. With shuffle the order of rows depends only on (seed, epoch), so runs are
+// deterministic regardless of thread timing; the validation split is read in file order.
+//
+// Thread safety: a BatchReader is used by one consumer thread; it owns its worker threads and
+// joins them in its destructor (cancellation is prompt even when the queue is full).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/data/batch.h"
+
+namespace rectrain::data {
+
+// Column layout of text input.
+struct SchemaConfig {
+  std::string format = "criteo";   // criteo (TSV: label, I1..I13, C1..C26) | csv
+  char delimiter = '\t';           // csv: ',' unless set
+  bool header = false;             // csv: first line names the columns
+  std::string label = "label";     // csv: label column name
+  std::vector<std::string> dense;  // csv: dense column names, in order
+  std::vector<std::string> sparse; // csv: categorical column names, in order
+  std::string group_key;           // optional column for GAUC (its raw text is hashed)
+  std::vector<std::string> columns;  // csv without header: every column's name, in order
+};
+
+struct DenseTransformConfig {
+  float fill = 0.0f;         // value for a missing dense field (before log1p)
+  bool log1p = true;         // x -> log(1 + max(x, 0))
+  float clip_min = 0.0f;     // applied before log1p; clip_max <= clip_min disables the max
+  float clip_max = 0.0f;
+};
+
+struct DataConfig {
+  std::vector<std::string> files;  // paths or globs, expanded and sorted
+  SchemaConfig schema;
+  DenseTransformConfig dense;
+  uint64_t hash_seed = 0;          // field-aware hashing: id = Hash(field index, token, seed)
+  int64_t max_bad_rows = 0;        // 0 = strict
+  std::string rejects_file;        // optional: every rejected row with its reason
+};
+
+struct ReadOptions {
+  int64_t batch_size = 4096;
+  bool shuffle = false;
+  int64_t shuffle_buffer_rows = 1 << 20;
+  uint64_t seed = 0;
+  int64_t epoch = 0;               // shuffle order depends on (seed, epoch)
+  int num_threads = 1;             // parse workers
+  int prefetch_batches = 4;        // bounded queue depth
+  int64_t skip_rows = 0;           // resume: rows of this pass already consumed
+};
+
+struct ReaderStats {
+  int64_t rows_read = 0;           // rows parsed successfully and delivered
+  int64_t rows_rejected = 0;
+  int64_t bytes_read = 0;
+  int64_t files = 0;
+  double parse_seconds = 0;        // summed over workers (CPU time in parsing)
+  double wait_seconds = 0;         // consumer time blocked in Next()
+};
+
+class BatchReader {
+ public:
+  virtual ~BatchReader() = default;
+  // Next batch, or std::nullopt at the end of the pass, or an error (see top comment).
+  // The last batch may be smaller than batch_size.
+  virtual Result<std::optional<Batch>> Next() = 0;
+  virtual ReaderStats Stats() const = 0;
+  // Names of the dense and sparse fields in Batch order.
+  virtual const std::vector<std::string>& dense_names() const = 0;
+  virtual const std::vector<std::string>& sparse_names() const = 0;
+};
+
+Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
+                                                     const ReadOptions& options);
+
+// Field-aware id of a categorical token; stable (checkpoints store these ids).
+uint64_t FeatureId(int field_index, std::string_view token, uint64_t hash_seed);
+
+}  // namespace rectrain::data
