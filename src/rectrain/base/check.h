@@ -22,7 +22,7 @@ class CheckFailure {
 };
 // Makes the ternary in RECTRAIN_CHECK have type void on both branches.
 struct Voidify {
-  void operator&(CheckFailure&) {}
+  void operator&(const CheckFailure&) {}
 };
 }  // namespace rectrain::check_internal
 
