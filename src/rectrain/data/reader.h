@@ -31,7 +31,9 @@ namespace rectrain::data {
 
 // Column layout of text input.
 struct SchemaConfig {
-  std::string format = "criteo";   // criteo (TSV: label, I1..I13, C1..C26) | csv
+  std::string format = "criteo";   // criteo (TSV: label, I1..I<n>, C1..C<m>) | csv
+  int criteo_dense = 13;           // criteo: number of integer columns (seed shape: 50)
+  int criteo_sparse = 26;          // criteo: number of categorical columns
   char delimiter = '\t';           // csv: ',' unless set
   bool header = false;             // csv: first line names the columns
   std::string label = "label";     // csv: label column name

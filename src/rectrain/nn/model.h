@@ -58,6 +58,8 @@ struct ForwardInput {
   std::span<const float> dense;              // [batch_size × num_dense]
   std::span<const PulledTable> tables;       // one per ModelSpec::tables
   std::span<const FieldIndices> fields;      // one per ModelSpec::fields
+  uint64_t seed = 0;  // per-step randomness (dropout): DeriveSeed(run seed, step) — never
+                      // hidden state, so a resumed run draws the same masks
 };
 
 class Model {

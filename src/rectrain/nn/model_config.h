@@ -1,0 +1,39 @@
+// rectrain/nn/model_config.h: building a Model from configuration (the model zoo registry).
+// Thread safety: pure functions.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/embedding/embedding_table.h"
+#include "rectrain/nn/model.h"
+
+namespace rectrain::nn {
+
+struct ModelConfig {
+  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2
+  int embedding_dim = 16;               // default dim of every field
+  std::map<std::string, int> field_dims;  // per-field override ("C3": 8); not for fm/deepfm
+  std::vector<int> hidden = {400, 400, 400};  // MLP sizes (deep part)
+  float dropout = 0.0f;                 // after each hidden activation, training only
+  bool layer_norm = false;              // after each hidden Dense, before the activation
+  int cross_layers = 3;                 // dcn_v2: number of full-rank cross layers
+  uint64_t seed = 42;                   // dense parameter initialisation
+};
+
+// Names of the registered model types, for error messages and docs.
+std::vector<std::string> ModelTypes();
+
+// Builds a model. `table_template` carries the sparse optimizer, initializer, admission and
+// budget settings; the model derives its tables (names, dims) from it.
+// Errors: InvalidArgument naming the bad key (model.type with the valid list, a field_dims key
+// that is not a field, field_dims on a model that needs equal dims, hidden sizes < 1, ...).
+Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
+                                         const std::vector<std::string>& sparse_names,
+                                         int num_dense,
+                                         const embedding::EmbeddingTableConfig& table_template);
+
+}  // namespace rectrain::nn
