@@ -1,0 +1,91 @@
+// rectrain/kernels/kernels.h: the non-GEMM compute kernels of the training step, as a table of
+// function pointers with one implementation per SIMD level, chosen once at start-up.
+//
+// Every kernel has a scalar reference (kernels/reference/, the specification and test oracle)
+// and vectorised versions compiled per ISA (kernels/x86/: AVX2+FMA and AVX-512), selected from
+// the CPU's features by ActiveKernels() on first use. RECTRAIN_SIMD=scalar|avx2|avx512 in the
+// environment caps the level (for tests and A/B timing); KernelsFor(level) gives a specific
+// table (tests sweep every supported level against the reference).
+//
+// Contracts common to every kernel:
+//   * Matrices are row-major with a row stride `ld` (elements, >= cols); see tensor/tensor.h.
+//   * Kernels are single-threaded and never allocate; callers parallelise by splitting rows
+//     (or columns, where a kernel sums over rows) and calling the kernel on each part.
+//   * No alignment is required; any size (including 0 and tails not a multiple of the vector
+//     width) is handled.
+//   * Kernels that only map elements (bias_act, the ReLU mask, outer) are bit-identical across
+//     levels; mul_add may differ by FMA rounding. Kernels that sum (row_dot, col sums, fm) may
+//     differ from the reference (which sums in double) by rounding: kernels_test.cc bounds the
+//     error by 1e-5 · Σ|terms|.
+//
+// Example (Dense forward, rows split across threads):
+//   const kernels::KernelTable& k = kernels::ActiveKernels();
+//   k.bias_act(y.row(begin), end - begin, y.cols, y.ld, bias, /*relu=*/true);
+//
+// Thread safety: the tables are immutable; kernels are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace rectrain::kernels {
+
+enum class SimdLevel : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+std::string_view SimdLevelName(SimdLevel level);
+
+struct KernelTable {
+  SimdLevel level = SimdLevel::kScalar;
+
+  // y[r,c] = act(y[r,c] + bias[c]) in place; act is ReLU when `relu`, else identity.
+  // `bias` may be null (no add).
+  void (*bias_act)(float* y, int64_t rows, int64_t cols, int64_t ld, const float* bias,
+                   bool relu) = nullptr;
+
+  // Backward of bias_act plus the bias gradient, fused in one pass:
+  //   if relu: dy[r,c] = (y[r,c] > 0) ? dy[r,c] : 0   (y is the forward *output*)
+  //   if db:   db[c] = Σ_r dy[r,c]                     (overwrites db)
+  // `y` is only read when relu. Callers that split work should split columns (db is per column).
+  void (*act_backward_colsum)(float* dy, int64_t rows, int64_t cols, int64_t ld_dy,
+                              const float* y, int64_t ld_y, bool relu, float* db) = nullptr;
+
+  // GEMV for an N=1 output layer: out[r] = bias + Σ_c x[r,c] · w[c].
+  void (*row_dot)(const float* x, int64_t rows, int64_t cols, int64_t ld, const float* w,
+                  float bias, float* out) = nullptr;
+
+  // Transposed GEMV (weight gradient of an N=1 layer): out[c] = Σ_r v[r] · x[r,c] (overwrites).
+  void (*col_weighted_sum)(const float* x, int64_t rows, int64_t cols, int64_t ld,
+                           const float* v, float* out) = nullptr;
+
+  // Rank-1 product (input gradient of an N=1 layer): out[r,c] = v[r] · w[c].
+  void (*outer)(const float* v, int64_t rows, const float* w, int64_t cols, float* out,
+                int64_t ld) = nullptr;
+
+  // out[i] = a[i] · b[i] + (c ? c[i] : 0). `out` may alias `c` (accumulate) but not a or b.
+  void (*mul_add)(int64_t n, const float* a, const float* b, const float* c,
+                  float* out) = nullptr;
+
+  // FM second-order interaction over `fields` consecutive vectors of `dim` floats per row:
+  //   out[r] = 0.5 · Σ_d ((Σ_f x[r, f·dim + d])² − Σ_f x[r, f·dim + d]²)   (overwrites out).
+  void (*fm_forward)(const float* x, int64_t rows, int64_t fields, int64_t dim, int64_t ld,
+                     float* out) = nullptr;
+
+  // Its backward: dx[r, f·dim + d] (+)= dout[r] · (Σ_g x[r, g·dim + d] − x[r, f·dim + d]).
+  // Adds into dx when `accumulate`, else overwrites. `scratch` holds `dim` floats.
+  void (*fm_backward)(const float* x, int64_t rows, int64_t fields, int64_t dim, int64_t ld,
+                      const float* dout, float* dx, int64_t ld_dx, bool accumulate,
+                      float* scratch) = nullptr;
+};
+
+// The highest level this CPU supports (cpuid), ignoring RECTRAIN_SIMD.
+SimdLevel DetectSimdLevel();
+
+// The table for `level`. Programmer error (CHECK) if the CPU does not support it.
+const KernelTable& KernelsFor(SimdLevel level);
+
+// The table chosen once per process: DetectSimdLevel(), capped by RECTRAIN_SIMD if set.
+// An unknown RECTRAIN_SIMD value is ignored with a warning on stderr (not an error: it is a
+// tuning knob, and the result is still correct).
+const KernelTable& ActiveKernels();
+
+}  // namespace rectrain::kernels

@@ -1,0 +1,185 @@
+// Every kernel at every SIMD level this CPU supports, against the scalar reference, sweeping
+// sizes {1,3,7,8,9,15,16,17,31,32,33,64} for vector tails, with a padded row stride.
+// Tolerances: mapping kernels must match exactly (mul_add: 1 ulp for FMA); summing kernels
+// within 1e-5 · Σ|terms| + 1e-6 (float vs the reference's double accumulation).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rectrain/base/random.h"
+#include "rectrain/kernels/internal/tables.h"
+#include "rectrain/kernels/kernels.h"
+
+namespace rectrain::kernels {
+namespace {
+
+const int64_t kSizes[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64};
+
+std::vector<float> RandomVec(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(rng.Normal());
+  return v;
+}
+
+std::vector<SimdLevel> Levels() {
+  std::vector<SimdLevel> levels;
+  for (int l = 1; l <= static_cast<int>(DetectSimdLevel()); ++l) {
+    levels.push_back(static_cast<SimdLevel>(l));
+  }
+  return levels;
+}
+
+class KernelsTest : public ::testing::TestWithParam<SimdLevel> {
+ protected:
+  const KernelTable& ref_ = internal::ReferenceKernels();
+  const KernelTable& k_ = KernelsFor(GetParam());
+};
+
+TEST_P(KernelsTest, BiasActMatchesReferenceExactly) {
+  for (int64_t rows : kSizes) {
+    for (int64_t cols : kSizes) {
+      const int64_t ld = cols + 3;
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool relu = mode & 1;
+        const bool with_bias = mode & 2;
+        std::vector<float> a = RandomVec(rows * ld, rows * 100 + cols);
+        std::vector<float> b = a;
+        std::vector<float> bias = RandomVec(cols, 7);
+        ref_.bias_act(a.data(), rows, cols, ld, with_bias ? bias.data() : nullptr, relu);
+        k_.bias_act(b.data(), rows, cols, ld, with_bias ? bias.data() : nullptr, relu);
+        ASSERT_EQ(a, b) << "rows=" << rows << " cols=" << cols << " mode=" << mode;
+      }
+    }
+  }
+}
+
+TEST_P(KernelsTest, ActBackwardColsumMatchesReference) {
+  for (int64_t rows : kSizes) {
+    for (int64_t cols : kSizes) {
+      const int64_t ld = cols + 5;
+      for (int relu = 0; relu < 2; ++relu) {
+        std::vector<float> y = RandomVec(rows * ld, 3 + rows);
+        std::vector<float> g1 = RandomVec(rows * ld, 11 + cols);
+        std::vector<float> g2 = g1;
+        std::vector<float> db1(cols, -1.0f), db2(cols, -2.0f);
+        ref_.act_backward_colsum(g1.data(), rows, cols, ld, y.data(), ld, relu, db1.data());
+        k_.act_backward_colsum(g2.data(), rows, cols, ld, y.data(), ld, relu, db2.data());
+        ASSERT_EQ(g1, g2) << "rows=" << rows << " cols=" << cols << " relu=" << relu;
+        for (int64_t c = 0; c < cols; ++c) {
+          double abs_sum = 0;
+          for (int64_t r = 0; r < rows; ++r) abs_sum += std::fabs(g1[r * ld + c]);
+          ASSERT_NEAR(db1[c], db2[c], 1e-5 * abs_sum + 1e-6) << "rows=" << rows << " c=" << c;
+        }
+        // Without db only the mask is applied.
+        std::vector<float> g3 = RandomVec(rows * ld, 11 + cols);
+        k_.act_backward_colsum(g3.data(), rows, cols, ld, y.data(), ld, relu, nullptr);
+        ASSERT_EQ(g1, g3);
+      }
+    }
+  }
+}
+
+TEST_P(KernelsTest, RowDotAndColWeightedSumMatchReference) {
+  for (int64_t rows : kSizes) {
+    for (int64_t cols : kSizes) {
+      const int64_t ld = cols + 1;
+      std::vector<float> x = RandomVec(rows * ld, rows * 7 + cols);
+      std::vector<float> w = RandomVec(cols, 5);
+      std::vector<float> v = RandomVec(rows, 6);
+      std::vector<float> o1(rows), o2(rows);
+      ref_.row_dot(x.data(), rows, cols, ld, w.data(), 0.25f, o1.data());
+      k_.row_dot(x.data(), rows, cols, ld, w.data(), 0.25f, o2.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        double abs_sum = 0.25;
+        for (int64_t c = 0; c < cols; ++c) abs_sum += std::fabs(x[r * ld + c] * w[c]);
+        ASSERT_NEAR(o1[r], o2[r], 1e-5 * abs_sum + 1e-6) << "rows=" << rows << " cols=" << cols;
+      }
+      std::vector<float> c1(cols, 9.0f), c2(cols, 9.0f);
+      ref_.col_weighted_sum(x.data(), rows, cols, ld, v.data(), c1.data());
+      k_.col_weighted_sum(x.data(), rows, cols, ld, v.data(), c2.data());
+      for (int64_t c = 0; c < cols; ++c) {
+        double abs_sum = 0;
+        for (int64_t r = 0; r < rows; ++r) abs_sum += std::fabs(x[r * ld + c] * v[r]);
+        ASSERT_NEAR(c1[c], c2[c], 1e-5 * abs_sum + 1e-6) << "rows=" << rows << " cols=" << cols;
+      }
+    }
+  }
+}
+
+TEST_P(KernelsTest, OuterAndMulAddMatchReference) {
+  for (int64_t rows : kSizes) {
+    for (int64_t cols : kSizes) {
+      const int64_t ld = cols + 2;
+      std::vector<float> v = RandomVec(rows, 1), w = RandomVec(cols, 2);
+      std::vector<float> o1(rows * ld, 3.0f), o2(rows * ld, 3.0f);
+      ref_.outer(v.data(), rows, w.data(), cols, o1.data(), ld);
+      k_.outer(v.data(), rows, w.data(), cols, o2.data(), ld);
+      ASSERT_EQ(o1, o2) << "rows=" << rows << " cols=" << cols;
+    }
+    const int64_t n = rows;
+    std::vector<float> a = RandomVec(n, 3), b = RandomVec(n, 4), c = RandomVec(n, 5);
+    std::vector<float> m1(n), m2(n);
+    ref_.mul_add(n, a.data(), b.data(), c.data(), m1.data());
+    k_.mul_add(n, a.data(), b.data(), c.data(), m2.data());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(m1[i], m2[i], 1e-6 * (std::fabs(a[i] * b[i]) + std::fabs(c[i]))) << "n=" << n;
+    }
+    // Aliased accumulate: out == c.
+    std::vector<float> acc = c;
+    k_.mul_add(n, a.data(), b.data(), acc.data(), acc.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(acc[i], m2[i]);
+    ref_.mul_add(n, a.data(), b.data(), nullptr, m1.data());
+    k_.mul_add(n, a.data(), b.data(), nullptr, m2.data());
+    ASSERT_EQ(m1, m2);
+  }
+}
+
+TEST_P(KernelsTest, FmForwardBackwardMatchReference) {
+  for (int64_t fields : {1, 2, 3, 26}) {
+    for (int64_t dim : kSizes) {
+      const int64_t rows = 9;
+      const int64_t ld = fields * dim + 3;
+      std::vector<float> x = RandomVec(rows * ld, fields * 31 + dim);
+      std::vector<float> o1(rows), o2(rows);
+      ref_.fm_forward(x.data(), rows, fields, dim, ld, o1.data());
+      k_.fm_forward(x.data(), rows, fields, dim, ld, o2.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        double abs_sum = 0;
+        for (int64_t i = 0; i < fields * dim; ++i) abs_sum += x[r * ld + i] * x[r * ld + i];
+        ASSERT_NEAR(o1[r], o2[r], 1e-5 * fields * abs_sum + 1e-6)
+            << "fields=" << fields << " dim=" << dim;
+      }
+      std::vector<float> dout = RandomVec(rows, 77);
+      std::vector<float> scratch(dim);
+      for (int accumulate = 0; accumulate < 2; ++accumulate) {
+        std::vector<float> d1(rows * ld, 0.5f), d2(rows * ld, 0.5f);
+        ref_.fm_backward(x.data(), rows, fields, dim, ld, dout.data(), d1.data(), ld, accumulate,
+                         scratch.data());
+        k_.fm_backward(x.data(), rows, fields, dim, ld, dout.data(), d2.data(), ld, accumulate,
+                       scratch.data());
+        for (size_t i = 0; i < d1.size(); ++i) {
+          ASSERT_NEAR(d1[i], d2[i], 1e-5 * fields * (1 + std::fabs(d1[i])))
+              << "fields=" << fields << " dim=" << dim << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLevels, KernelsTest, ::testing::ValuesIn(Levels()),
+                         [](const ::testing::TestParamInfo<SimdLevel>& p) {
+                           return std::string(SimdLevelName(p.param));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(KernelsTest);
+
+TEST(DispatchTest, ActiveIsSupportedAndReferenceIsScalar) {
+  EXPECT_LE(static_cast<int>(ActiveKernels().level), static_cast<int>(DetectSimdLevel()));
+  EXPECT_EQ(KernelsFor(SimdLevel::kScalar).level, SimdLevel::kScalar);
+  EXPECT_EQ(SimdLevelName(SimdLevel::kAvx512), "avx512");
+}
+
+}  // namespace
+}  // namespace rectrain::kernels

@@ -1,0 +1,115 @@
+// Scalar reference kernels: the specification of every kernel in kernels.h and the oracle of
+// kernels_test.cc. Written for clarity; sums accumulate in double.
+#include "rectrain/kernels/internal/tables.h"
+
+namespace rectrain::kernels::internal {
+namespace {
+
+void BiasAct(float* y, int64_t rows, int64_t cols, int64_t ld, const float* bias, bool relu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = y[r * ld + c] + (bias ? bias[c] : 0.0f);
+      if (relu && !(v > 0.0f)) v = 0.0f;
+      y[r * ld + c] = v;
+    }
+  }
+}
+
+void ActBackwardColsum(float* dy, int64_t rows, int64_t cols, int64_t ld_dy, const float* y,
+                       int64_t ld_y, bool relu, float* db) {
+  for (int64_t c = 0; c < cols; ++c) {
+    double sum = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      float& g = dy[r * ld_dy + c];
+      if (relu && !(y[r * ld_y + c] > 0.0f)) g = 0.0f;
+      sum += g;
+    }
+    if (db) db[c] = static_cast<float>(sum);
+  }
+}
+
+void RowDot(const float* x, int64_t rows, int64_t cols, int64_t ld, const float* w, float bias,
+            float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double acc = bias;
+    for (int64_t c = 0; c < cols; ++c) acc += static_cast<double>(x[r * ld + c]) * w[c];
+    out[r] = static_cast<float>(acc);
+  }
+}
+
+void ColWeightedSum(const float* x, int64_t rows, int64_t cols, int64_t ld, const float* v,
+                    float* out) {
+  for (int64_t c = 0; c < cols; ++c) {
+    double acc = 0;
+    for (int64_t r = 0; r < rows; ++r) acc += static_cast<double>(v[r]) * x[r * ld + c];
+    out[c] = static_cast<float>(acc);
+  }
+}
+
+void Outer(const float* v, int64_t rows, const float* w, int64_t cols, float* out, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) out[r * ld + c] = v[r] * w[c];
+  }
+}
+
+void MulAdd(int64_t n, const float* a, const float* b, const float* c, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    // Two roundings here; the vector versions may fuse into one FMA (<= 1 ulp apart).
+    const float p = a[i] * b[i];
+    out[i] = c ? p + c[i] : p;
+  }
+}
+
+void FmForward(const float* x, int64_t rows, int64_t fields, int64_t dim, int64_t ld,
+               float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double total = 0;
+    for (int64_t d = 0; d < dim; ++d) {
+      double s = 0, q = 0;
+      for (int64_t f = 0; f < fields; ++f) {
+        const double v = x[r * ld + f * dim + d];
+        s += v;
+        q += v * v;
+      }
+      total += s * s - q;
+    }
+    out[r] = static_cast<float>(0.5 * total);
+  }
+}
+
+void FmBackward(const float* x, int64_t rows, int64_t fields, int64_t dim, int64_t ld,
+                const float* dout, float* dx, int64_t ld_dx, bool accumulate, float* scratch) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t d = 0; d < dim; ++d) {
+      double s = 0;
+      for (int64_t f = 0; f < fields; ++f) s += x[r * ld + f * dim + d];
+      scratch[d] = static_cast<float>(s);
+    }
+    for (int64_t f = 0; f < fields; ++f) {
+      for (int64_t d = 0; d < dim; ++d) {
+        const float g = dout[r] * (scratch[d] - x[r * ld + f * dim + d]);
+        float& o = dx[r * ld_dx + f * dim + d];
+        o = accumulate ? o + g : g;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const KernelTable& ReferenceKernels() {
+  static const KernelTable table = {
+      .level = SimdLevel::kScalar,
+      .bias_act = BiasAct,
+      .act_backward_colsum = ActBackwardColsum,
+      .row_dot = RowDot,
+      .col_weighted_sum = ColWeightedSum,
+      .outer = Outer,
+      .mul_add = MulAdd,
+      .fm_forward = FmForward,
+      .fm_backward = FmBackward,
+  };
+  return table;
+}
+
+}  // namespace rectrain::kernels::internal
