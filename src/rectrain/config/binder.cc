@@ -1,0 +1,774 @@
+#include "rectrain/config/binder.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+
+namespace rectrain::config {
+namespace {
+
+// Our own document tree: yaml-cpp's Node has reference semantics on assignment that make
+// in-place edits error-prone, and we need per-node source locations for messages.
+struct Node {
+  enum class Kind { kNull, kScalar, kList, kMap };
+  Kind kind = Kind::kNull;
+  std::string scalar;
+  bool quoted = false;  // a quoted scalar is always a string (never null)
+  std::vector<Node> list;
+  std::vector<std::pair<std::string, Node>> map;
+  std::string where;  // "config.yaml:3:5" or "--set a.b=c"
+
+  Node* Find(std::string_view key) {
+    for (auto& [k, v] : map) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+  const Node* Find(std::string_view key) const {
+    for (const auto& [k, v] : map) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+};
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    parts.emplace_back(path.substr(start, dot == std::string_view::npos ? path.npos : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+std::string Where(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Converts a yaml-cpp tree. Duplicate keys are errors (yaml-cpp keeps the first silently).
+void Convert(const YAML::Node& in, const std::string& source, const std::string& path,
+             Node* out, std::vector<std::string>* errors) {
+  out->where = Where(source, in.Mark());
+  switch (in.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      out->kind = Node::Kind::kNull;
+      return;
+    case YAML::NodeType::Scalar:
+      out->kind = Node::Kind::kScalar;
+      out->scalar = in.Scalar();
+      out->quoted = in.Tag() == "!";
+      return;
+    case YAML::NodeType::Sequence:
+      out->kind = Node::Kind::kList;
+      for (const auto& item : in) {
+        out->list.emplace_back();
+        Convert(item, source, path, &out->list.back(), errors);
+      }
+      return;
+    case YAML::NodeType::Map:
+      out->kind = Node::Kind::kMap;
+      for (const auto& kv : in) {
+        std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<complex key>");
+        std::string full = path.empty() ? key : path + "." + key;
+        if (out->Find(key) != nullptr) {
+          errors->push_back(full + ": duplicate key (" + Where(source, kv.first.Mark()) + ")");
+          continue;
+        }
+        Node child;
+        Convert(kv.second, source, full, &child, errors);
+        // A map key's own mark points at the key, which reads better for unknown-key errors.
+        child.where = Where(source, kv.first.Mark());
+        out->map.emplace_back(std::move(key), std::move(child));
+      }
+      return;
+  }
+}
+
+Result<Node> ParseYaml(std::string_view text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(Where(source, e.mark) + ": YAML syntax error: " + e.msg);
+  }
+  Node out;
+  std::vector<std::string> errors;
+  Convert(root, source, "", &out, &errors);
+  if (!errors.empty()) {
+    std::string msg = errors.front();
+    for (size_t i = 1; i < errors.size(); ++i) msg += "\n  " + errors[i];
+    return InvalidArgumentError(msg);
+  }
+  return out;
+}
+
+void SetWhere(Node* node, const std::string& where) {
+  node->where = where;
+  for (auto& item : node->list) SetWhere(&item, where);
+  for (auto& [k, v] : node->map) SetWhere(&v, where);
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string FormatNumber(double v) {
+  if (std::isinf(v)) return v > 0 ? "+inf" : "-inf";
+  if (std::isnan(v)) return "nan";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    return std::to_string(static_cast<int64_t>(v));
+  }
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
+}
+
+std::string FormatFloat(float v) {
+  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+  if (std::isnan(v)) return ".nan";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
+}
+
+std::string FormatDouble(double v) {
+  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+  if (std::isnan(v)) return ".nan";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  std::string t(s);
+  std::string lower = ToLower(t);
+  if (lower == ".inf" || lower == "+.inf" || lower == "inf") return std::numeric_limits<double>::infinity();
+  if (lower == "-.inf" || lower == "-inf") return -std::numeric_limits<double>::infinity();
+  if (!t.empty() && t[0] == '+') t.erase(0, 1);
+  double v = 0;
+  auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (res.ec != std::errc() || res.ptr != t.data() + t.size() || t.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  std::string t(s);
+  if (!t.empty() && t[0] == '+') t.erase(0, 1);
+  int64_t v = 0;
+  auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (res.ec == std::errc() && res.ptr == t.data() + t.size() && !t.empty()) return v;
+  // Accept exact integers written as floats ("1e6", "100.0").
+  auto d = ParseDouble(s);
+  if (d && std::isfinite(*d) && *d == std::floor(*d) && std::fabs(*d) < 9.2e18) {
+    return static_cast<int64_t>(*d);
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> ParseBool(std::string_view s) {
+  std::string lower = ToLower(s);
+  if (lower == "true" || lower == "yes" || lower == "on") return true;
+  if (lower == "false" || lower == "no" || lower == "off") return false;
+  return std::nullopt;
+}
+
+std::string Describe(const Node& node) {
+  switch (node.kind) {
+    case Node::Kind::kNull: return "null";
+    case Node::Kind::kScalar: return "\"" + node.scalar + "\"";
+    case Node::Kind::kList: return "a list";
+    case Node::Kind::kMap: return "a map";
+  }
+  return "?";
+}
+
+Node Scalar(std::string text, bool is_string = false) {
+  Node n;
+  n.kind = Node::Kind::kScalar;
+  n.scalar = std::move(text);
+  n.quoted = is_string;
+  return n;
+}
+
+bool LooksNonString(const std::string& s) {
+  if (s.empty()) return true;
+  if (ParseDouble(s) || ParseBool(s)) return true;
+  std::string lower = ToLower(s);
+  return lower == "null" || lower == "~";
+}
+
+void Emit(YAML::Emitter& out, const Node& node) {
+  switch (node.kind) {
+    case Node::Kind::kNull:
+      out << YAML::Null;
+      return;
+    case Node::Kind::kScalar:
+      if (node.quoted && LooksNonString(node.scalar)) {
+        out << YAML::DoubleQuoted << node.scalar;
+      } else {
+        out << node.scalar;
+      }
+      return;
+    case Node::Kind::kList: {
+      bool flat = std::all_of(node.list.begin(), node.list.end(),
+                              [](const Node& n) { return n.kind == Node::Kind::kScalar; });
+      if (flat) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : node.list) Emit(out, item);
+      out << YAML::EndSeq;
+      return;
+    }
+    case Node::Kind::kMap:
+      if (node.map.empty()) {
+        out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
+        return;
+      }
+      out << YAML::BeginMap;
+      for (const auto& [k, v] : node.map) {
+        out << YAML::Key << k << YAML::Value;
+        Emit(out, v);
+      }
+      out << YAML::EndMap;
+      return;
+  }
+}
+
+}  // namespace
+
+bool Range::Contains(double v) const {
+  if (std::isnan(v)) return false;
+  if (min_open ? !(v > min) : !(v >= min)) return false;
+  if (max_open ? !(v < max) : !(v <= max)) return false;
+  return true;
+}
+
+std::string Range::ToString() const {
+  return std::string(min_open || std::isinf(min) ? "(" : "[") + FormatNumber(min) + ", " +
+         FormatNumber(max) + (max_open || std::isinf(max) ? ")" : "]");
+}
+
+Result<int64_t> ParseByteSize(std::string_view text) {
+  std::string t(text);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  size_t pos = 0;
+  while (pos < t.size() && (std::isdigit(static_cast<unsigned char>(t[pos])) || t[pos] == '.')) ++pos;
+  std::string number = t.substr(0, pos);
+  std::string unit = ToLower(t.substr(pos));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  auto value = ParseDouble(number);
+  const std::string hint = "expected a byte size such as 512MiB, 8GiB, 1.5GB or 1000000";
+  if (!value || number.empty()) return InvalidArgumentError("\"" + t + "\" is not a byte size; " + hint);
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1.0},           {"b", 1.0},          {"kb", 1e3},          {"mb", 1e6},
+      {"gb", 1e9},         {"tb", 1e12},        {"kib", 1024.0},      {"mib", 1048576.0},
+      {"gib", 1073741824.0}, {"tib", 1099511627776.0}};
+  for (const auto& [name, mult] : kUnits) {
+    if (unit == name) {
+      double bytes = *value * mult;
+      if (!(bytes < 9.2e18)) return InvalidArgumentError("\"" + t + "\" is too large");
+      if (bytes != std::floor(bytes)) {
+        return InvalidArgumentError("\"" + t + "\" is not a whole number of bytes");
+      }
+      return static_cast<int64_t>(bytes);
+    }
+  }
+  return InvalidArgumentError("\"" + t + "\" has an unknown unit \"" + t.substr(pos) + "\"; " + hint);
+}
+
+std::string FormatByteSize(int64_t bytes) {
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"TiB", int64_t{1} << 40}, {"GiB", int64_t{1} << 30}, {"MiB", int64_t{1} << 20},
+      {"KiB", int64_t{1} << 10}};
+  if (bytes > 0) {
+    for (const auto& [name, mult] : kUnits) {
+      if (bytes % mult == 0) return std::to_string(bytes / mult) + name;
+    }
+  }
+  return std::to_string(bytes);
+}
+
+int EditDistance(std::string_view a, std::string_view b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+struct ConfigBinder::Impl {
+  Node root;
+  Node resolved;
+  std::string source;
+  std::set<std::string> known_leaves;    // read by a getter (whole subtree consumed)
+  std::set<std::string> known_sections;  // strict prefixes of known leaves
+  std::vector<std::string> known_order;  // for deterministic suggestions
+  std::vector<std::string> errors;
+  bool finished = false;
+
+  const Node* Find(std::string_view path) const {
+    const Node* cur = &root;
+    for (const auto& seg : SplitPath(path)) {
+      if (cur->kind != Node::Kind::kMap) return nullptr;
+      cur = cur->Find(seg);
+      if (cur == nullptr) return nullptr;
+    }
+    return cur;
+  }
+
+  void MarkKnown(std::string_view path) {
+    std::string p(path);
+    if (known_leaves.insert(p).second) known_order.push_back(p);
+    size_t dot = p.rfind('.');
+    while (dot != std::string::npos) {
+      p.resize(dot);
+      if (known_sections.insert(p).second) known_order.push_back(p);
+      dot = p.rfind('.');
+    }
+  }
+
+  void SetResolved(std::string_view path, Node value) {
+    Node* cur = &resolved;
+    cur->kind = Node::Kind::kMap;
+    auto parts = SplitPath(path);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      Node* next = cur->Find(parts[i]);
+      if (next == nullptr) {
+        cur->map.emplace_back(parts[i], Node{});
+        next = &cur->map.back().second;
+      }
+      if (i + 1 < parts.size() && next->kind != Node::Kind::kMap) {
+        *next = Node{};
+        next->kind = Node::Kind::kMap;
+      }
+      cur = next;
+    }
+    *cur = std::move(value);
+  }
+
+  void Error(std::string_view path, const std::string& message, const Node* node) {
+    std::string line = std::string(path) + ": " + message;
+    if (node != nullptr && !node->where.empty()) line += " (" + node->where + ")";
+    errors.push_back(std::move(line));
+  }
+
+  std::string Suggest(const std::string& unknown) const {
+    std::string best;
+    int best_score = 1 << 30;
+    auto last = [](const std::string& p) {
+      size_t dot = p.rfind('.');
+      return dot == std::string::npos ? p : p.substr(dot + 1);
+    };
+    auto parent = [](const std::string& p) {
+      size_t dot = p.rfind('.');
+      return dot == std::string::npos ? std::string() : p.substr(0, dot);
+    };
+    const std::string unknown_last = last(unknown);
+    for (const auto& cand : known_order) {
+      if (cand == unknown) continue;
+      int score = EditDistance(unknown, cand);
+      // A right key under the wrong section ("hidden" at top level -> model.hidden).
+      int by_last = EditDistance(unknown_last, last(cand)) + (parent(cand) == parent(unknown) ? 0 : 2);
+      score = std::min(score, by_last);
+      if (score < best_score) {
+        best_score = score;
+        best = cand;
+      }
+    }
+    int limit = std::max<int>(2, static_cast<int>(unknown_last.size()) / 2);
+    return best_score <= limit ? best : std::string();
+  }
+
+  void CheckUnknown(const Node& map, const std::string& prefix) {
+    for (const auto& [key, child] : map.map) {
+      std::string full = prefix.empty() ? key : prefix + "." + key;
+      if (known_leaves.count(full)) continue;
+      if (known_sections.count(full)) {
+        if (child.kind == Node::Kind::kMap) {
+          CheckUnknown(child, full);
+        } else if (child.kind != Node::Kind::kNull) {
+          Error(full, "expected a section (a map of keys), got " + Describe(child), &child);
+        }
+        continue;
+      }
+      std::string msg = "unknown key";
+      std::string suggestion = Suggest(full);
+      if (!suggestion.empty()) msg += "; did you mean " + suggestion + "?";
+      Error(full, msg, &child);
+    }
+  }
+};
+
+ConfigBinder::ConfigBinder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ConfigBinder::ConfigBinder(ConfigBinder&&) noexcept = default;
+ConfigBinder& ConfigBinder::operator=(ConfigBinder&&) noexcept = default;
+ConfigBinder::~ConfigBinder() = default;
+
+Result<ConfigBinder> ConfigBinder::FromYamlString(std::string_view text, std::string source) {
+  RECTRAIN_ASSIGN_OR_RETURN(Node root, ParseYaml(text, source));
+  if (root.kind == Node::Kind::kNull) {
+    root.kind = Node::Kind::kMap;
+  } else if (root.kind != Node::Kind::kMap) {
+    return InvalidArgumentError(source + ": the top level of a config must be a map of keys, got " +
+                                Describe(root));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->root = std::move(root);
+  impl->source = std::move(source);
+  impl->resolved.kind = Node::Kind::kMap;
+  return ConfigBinder(std::move(impl));
+}
+
+Result<ConfigBinder> ConfigBinder::FromYamlFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return FromYamlString(ss.str(), path);
+}
+
+Status ConfigBinder::ApplySet(std::string_view assignment) {
+  const std::string where = "--set " + std::string(assignment);
+  size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos) {
+    return InvalidArgumentError(where + ": expected KEY=VALUE, e.g. --set model.hidden=[256,128]");
+  }
+  std::string path(assignment.substr(0, eq));
+  std::string text(assignment.substr(eq + 1));
+  auto parts = SplitPath(path);
+  for (const auto& p : parts) {
+    if (p.empty()) return InvalidArgumentError(where + ": empty key segment in \"" + path + "\"");
+  }
+  Node value;
+  auto parsed = ParseYaml(text, "--set");
+  const std::string lower_text = ToLower(text);
+  const bool null_text = text.empty() || lower_text == "null" || lower_text == "~";
+  if (parsed.ok() && (parsed->kind != Node::Kind::kNull || null_text)) {
+    value = std::move(parsed).value();
+  } else {
+    value = Scalar(text, true);  // not valid YAML: take the text literally
+  }
+  SetWhere(&value, where);
+  Node* cur = &impl_->root;
+  std::string so_far;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    so_far += (i ? "." : "") + parts[i];
+    Node* next = cur->Find(parts[i]);
+    if (i + 1 == parts.size()) {
+      if (next == nullptr) {
+        cur->map.emplace_back(parts[i], std::move(value));
+      } else {
+        *next = std::move(value);
+      }
+      return OkStatus();
+    }
+    if (next == nullptr) {
+      Node section;
+      section.kind = Node::Kind::kMap;
+      section.where = where;
+      cur->map.emplace_back(parts[i], std::move(section));
+      next = &cur->map.back().second;
+    } else if (next->kind == Node::Kind::kNull) {
+      next->kind = Node::Kind::kMap;
+    } else if (next->kind != Node::Kind::kMap) {
+      return InvalidArgumentError(where + ": " + so_far + " is " + Describe(*next) +
+                                  ", not a section, so it has no key \"" + parts[i + 1] + "\"");
+    }
+    cur = next;
+  }
+  return OkStatus();
+}
+
+int64_t ConfigBinder::Int(std::string_view path, int64_t def, Range range) {
+  impl_->MarkKnown(path);
+  int64_t result = def;
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    std::optional<int64_t> v;
+    if (node->kind == Node::Kind::kScalar) v = ParseInt(node->scalar);
+    if (!v) {
+      impl_->Error(path, "expected an integer, got " + Describe(*node), node);
+    } else if (!range.Contains(static_cast<double>(*v))) {
+      impl_->Error(path, std::to_string(*v) + " is out of range " + range.ToString(), node);
+    } else {
+      result = *v;
+    }
+  }
+  impl_->SetResolved(path, Scalar(std::to_string(result)));
+  return result;
+}
+
+double ConfigBinder::Double(std::string_view path, double def, Range range) {
+  impl_->MarkKnown(path);
+  double result = def;
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    std::optional<double> v;
+    if (node->kind == Node::Kind::kScalar) v = ParseDouble(node->scalar);
+    if (!v) {
+      impl_->Error(path, "expected a number, got " + Describe(*node), node);
+    } else if (!range.Contains(*v)) {
+      impl_->Error(path, node->scalar + " is out of range " + range.ToString(), node);
+    } else {
+      result = *v;
+    }
+  }
+  impl_->SetResolved(path, Scalar(FormatDouble(result)));
+  return result;
+}
+
+float ConfigBinder::Float(std::string_view path, float def, Range range) {
+  impl_->MarkKnown(path);
+  float result = def;
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    std::optional<double> v;
+    if (node->kind == Node::Kind::kScalar) v = ParseDouble(node->scalar);
+    if (!v) {
+      impl_->Error(path, "expected a number, got " + Describe(*node), node);
+    } else if (!range.Contains(*v)) {
+      impl_->Error(path, node->scalar + " is out of range " + range.ToString(), node);
+    } else {
+      result = static_cast<float>(*v);
+    }
+  }
+  impl_->SetResolved(path, Scalar(FormatFloat(result)));
+  return result;
+}
+
+bool ConfigBinder::Bool(std::string_view path, bool def) {
+  impl_->MarkKnown(path);
+  bool result = def;
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    std::optional<bool> v;
+    if (node->kind == Node::Kind::kScalar) v = ParseBool(node->scalar);
+    if (!v) {
+      impl_->Error(path, "expected true or false, got " + Describe(*node), node);
+    } else {
+      result = *v;
+    }
+  }
+  impl_->SetResolved(path, Scalar(result ? "true" : "false"));
+  return result;
+}
+
+std::string ConfigBinder::String(std::string_view path, std::string def,
+                                 const std::vector<std::string>& choices) {
+  impl_->MarkKnown(path);
+  std::string result = std::move(def);
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    if (node->kind != Node::Kind::kScalar) {
+      impl_->Error(path, "expected a string, got " + Describe(*node), node);
+    } else if (!choices.empty() &&
+               std::find(choices.begin(), choices.end(), node->scalar) == choices.end()) {
+      std::string list;
+      std::string best;
+      int best_d = 1 << 30;
+      for (const auto& c : choices) {
+        list += (list.empty() ? "" : ", ") + c;
+        int d = EditDistance(ToLower(node->scalar), ToLower(c));
+        if (d < best_d) {
+          best_d = d;
+          best = c;
+        }
+      }
+      std::string msg = "\"" + node->scalar + "\" is not one of " + list;
+      if (best_d <= std::max<int>(2, static_cast<int>(node->scalar.size()) / 2)) {
+        msg += "; did you mean " + best + "?";
+      }
+      impl_->Error(path, msg, node);
+    } else {
+      result = node->scalar;
+    }
+  }
+  impl_->SetResolved(path, Scalar(result, true));
+  return result;
+}
+
+std::vector<std::string> ConfigBinder::StringList(std::string_view path,
+                                                  std::vector<std::string> def) {
+  impl_->MarkKnown(path);
+  std::vector<std::string> result = std::move(def);
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    if (node->kind == Node::Kind::kScalar) {
+      result = {node->scalar};
+    } else if (node->kind == Node::Kind::kList) {
+      std::vector<std::string> items;
+      bool ok = true;
+      for (const auto& item : node->list) {
+        if (item.kind != Node::Kind::kScalar) {
+          impl_->Error(path, "expected a list of strings, got an item " + Describe(item), &item);
+          ok = false;
+          break;
+        }
+        items.push_back(item.scalar);
+      }
+      if (ok) result = std::move(items);
+    } else {
+      impl_->Error(path, "expected a string or a list of strings, got " + Describe(*node), node);
+    }
+  }
+  Node out;
+  out.kind = Node::Kind::kList;
+  for (const auto& s : result) out.list.push_back(Scalar(s, true));
+  impl_->SetResolved(path, std::move(out));
+  return result;
+}
+
+std::vector<int64_t> ConfigBinder::IntList(std::string_view path, std::vector<int64_t> def,
+                                           Range range) {
+  impl_->MarkKnown(path);
+  std::vector<int64_t> result = std::move(def);
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    std::vector<const Node*> items;
+    if (node->kind == Node::Kind::kList) {
+      for (const auto& item : node->list) items.push_back(&item);
+    } else if (node->kind == Node::Kind::kScalar && ParseInt(node->scalar)) {
+      items.push_back(node);  // a single integer is a one-element list
+    }
+    if (items.empty() && node->kind != Node::Kind::kList) {
+      impl_->Error(path, "expected a list of integers, got " + Describe(*node), node);
+    } else {
+      std::vector<int64_t> values;
+      bool ok = true;
+      for (const Node* item : items) {
+        std::optional<int64_t> v;
+        if (item->kind == Node::Kind::kScalar) v = ParseInt(item->scalar);
+        if (!v) {
+          impl_->Error(path, "expected a list of integers, got an item " + Describe(*item), item);
+          ok = false;
+          break;
+        }
+        if (!range.Contains(static_cast<double>(*v))) {
+          impl_->Error(path, "item " + std::to_string(*v) + " is out of range " + range.ToString(),
+                       item);
+          ok = false;
+          break;
+        }
+        values.push_back(*v);
+      }
+      if (ok) result = std::move(values);
+    }
+  }
+  Node out;
+  out.kind = Node::Kind::kList;
+  for (int64_t v : result) out.list.push_back(Scalar(std::to_string(v)));
+  impl_->SetResolved(path, std::move(out));
+  return result;
+}
+
+std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,
+                                                    std::map<std::string, int64_t> def,
+                                                    Range range) {
+  impl_->MarkKnown(path);
+  std::map<std::string, int64_t> result = std::move(def);
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    if (node->kind != Node::Kind::kMap) {
+      impl_->Error(path, "expected a map of name: integer, got " + Describe(*node), node);
+    } else {
+      std::map<std::string, int64_t> values;
+      bool ok = true;
+      for (const auto& [k, item] : node->map) {
+        std::string item_path = std::string(path) + "." + k;
+        std::optional<int64_t> v;
+        if (item.kind == Node::Kind::kScalar) v = ParseInt(item.scalar);
+        if (!v) {
+          impl_->Error(item_path, "expected an integer, got " + Describe(item), &item);
+          ok = false;
+        } else if (!range.Contains(static_cast<double>(*v))) {
+          impl_->Error(item_path, std::to_string(*v) + " is out of range " + range.ToString(), &item);
+          ok = false;
+        } else {
+          values[k] = *v;
+        }
+      }
+      if (ok) result = std::move(values);
+    }
+  }
+  Node out;
+  out.kind = Node::Kind::kMap;
+  for (const auto& [k, v] : result) out.map.emplace_back(k, Scalar(std::to_string(v)));
+  impl_->SetResolved(path, std::move(out));
+  return result;
+}
+
+int64_t ConfigBinder::Bytes(std::string_view path, int64_t def, Range range) {
+  impl_->MarkKnown(path);
+  int64_t result = def;
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    if (node->kind != Node::Kind::kScalar) {
+      impl_->Error(path, "expected a byte size such as 8GiB, got " + Describe(*node), node);
+    } else {
+      auto v = ParseByteSize(node->scalar);
+      if (!v.ok()) {
+        impl_->Error(path, v.status().message(), node);
+      } else if (!range.Contains(static_cast<double>(*v))) {
+        impl_->Error(path, node->scalar + " is out of range " + range.ToString() + " bytes", node);
+      } else {
+        result = *v;
+      }
+    }
+  }
+  impl_->SetResolved(path, Scalar(FormatByteSize(result), true));
+  return result;
+}
+
+bool ConfigBinder::Has(std::string_view path) const {
+  const Node* node = impl_->Find(path);
+  return node != nullptr && node->kind != Node::Kind::kNull;
+}
+
+void ConfigBinder::AddError(std::string_view path, std::string_view message) {
+  impl_->Error(path, std::string(message), impl_->Find(path));
+}
+
+Status ConfigBinder::Finish() {
+  if (!impl_->finished) {
+    impl_->finished = true;
+    std::vector<std::string> bind_errors = std::move(impl_->errors);
+    impl_->errors.clear();
+    impl_->CheckUnknown(impl_->root, "");
+    impl_->errors.insert(impl_->errors.end(), bind_errors.begin(), bind_errors.end());
+  }
+  const auto& errors = impl_->errors;
+  if (errors.empty()) return OkStatus();
+  if (errors.size() == 1) return InvalidArgumentError("invalid configuration: " + errors[0]);
+  std::string msg = "invalid configuration (" + std::to_string(errors.size()) + " errors):";
+  for (const auto& e : errors) msg += "\n  " + e;
+  return InvalidArgumentError(msg);
+}
+
+std::string ConfigBinder::ResolvedYaml() const {
+  YAML::Emitter out;
+  Emit(out, impl_->resolved);
+  return std::string(out.c_str()) + "\n";
+}
+
+const std::vector<std::string>& ConfigBinder::errors() const { return impl_->errors; }
+
+}  // namespace rectrain::config

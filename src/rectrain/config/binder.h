@@ -1,0 +1,128 @@
+// rectrain/config/binder.h: strict, typed binding of a YAML document to program settings.
+//
+// A ConfigBinder holds one parsed YAML document (a tree of maps, lists and scalars) plus any
+// `--set path=value` overrides. Code binds settings by calling typed getters (Int, Float,
+// String, ...) with a dotted path, a default and a valid range. Every getter records the path
+// as known and its effective value (for ResolvedYaml()). A getter never fails: on a wrong
+// type or an out-of-range value it records an error and returns the default, so one pass
+// collects every problem. Finish() then adds an error for every key present in the document
+// that no getter read (naming its full path, e.g. `model.hiden`, and the nearest known key by
+// edit distance) and returns all errors together in one InvalidArgument Status.
+//
+// Error lines look like (one per problem, in document order for unknown keys):
+//   model.hiden: unknown key; did you mean model.hidden? (config.yaml:7:3)
+//   train.epochs: -1 is out of range [1, 1000000] (config.yaml:12:11)
+//   model.hidden: expected a list of integers, got "abc" (--set model.hidden=abc)
+//   model.type: "deepfn" is not one of lr, fm, wide_deep, deepfm, dcn_v2; did you mean deepfm? (...)
+// The message of the Status returned by Finish() is "invalid configuration: <line>" for one
+// error, or "invalid configuration (N errors):\n  <line>\n  <line>..." for several.
+//
+// Thread safety: a ConfigBinder is used by one thread.
+//
+// Example:
+//   RECTRAIN_ASSIGN_OR_RETURN(ConfigBinder b, ConfigBinder::FromYamlFile("run.yaml"));
+//   RECTRAIN_RETURN_IF_ERROR(b.ApplySet("model.hidden=[256,128]"));
+//   int64_t epochs = b.Int("train.epochs", 1, Range::Closed(1, 1000000));
+//   std::string type = b.String("model.type", "deepfm", {"lr", "fm", "deepfm"});
+//   RECTRAIN_RETURN_IF_ERROR(b.Finish());
+//   WriteFile("config.yaml", b.ResolvedYaml());
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/base/status.h"
+
+namespace rectrain::config {
+
+// Valid numeric interval; formats itself as "[1, 100]", "(0, +inf)", ...
+struct Range {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_open = false;  // min itself is excluded
+  bool max_open = false;
+
+  static Range Any() { return {}; }
+  static Range Closed(double lo, double hi) { return {lo, hi, false, false}; }
+  static Range AtLeast(double lo) { return {lo, std::numeric_limits<double>::infinity(), false, false}; }
+  static Range Positive() { return {0, std::numeric_limits<double>::infinity(), true, false}; }
+  // [lo, hi)
+  static Range HalfOpen(double lo, double hi) { return {lo, hi, false, true}; }
+
+  bool Contains(double v) const;
+  std::string ToString() const;
+};
+
+// Parses a byte size: an integer, or a number with a unit B, KB, MB, GB, TB (powers of 1000)
+// or KiB, MiB, GiB, TiB (powers of 1024); case-insensitive, optional space ("8GiB", "1.5 GB").
+Result<int64_t> ParseByteSize(std::string_view text);
+// Formats a byte count the way ParseByteSize reads it back exactly ("8GiB", "1536MiB", "1000").
+std::string FormatByteSize(int64_t bytes);
+
+// Levenshtein distance (used for "did you mean" suggestions).
+int EditDistance(std::string_view a, std::string_view b);
+
+class ConfigBinder {
+ public:
+  // Parses `text` as YAML. `source` names it in messages ("config.yaml"). An empty document is
+  // an empty map. Errors: InvalidArgument with source:line:col for syntax errors or when the
+  // top level is not a map.
+  static Result<ConfigBinder> FromYamlString(std::string_view text, std::string source);
+  // Reads and parses a file. NotFound if it cannot be read.
+  static Result<ConfigBinder> FromYamlFile(const std::string& path);
+
+  ConfigBinder(ConfigBinder&&) noexcept;
+  ConfigBinder& operator=(ConfigBinder&&) noexcept;
+  ~ConfigBinder();
+
+  // Applies one override `a.b.c=value`; value is parsed as YAML (scalar, [list] or {map});
+  // text that is not valid YAML is taken as a plain string. Intermediate maps are created.
+  // Errors (InvalidArgument, immediately): no '=', an empty path or segment, or a path that
+  // runs through a scalar or list. A path that names no known key is reported by Finish().
+  [[nodiscard]] Status ApplySet(std::string_view assignment);
+
+  // Typed getters. Each marks `path` as known and records its effective value. Missing key (or
+  // an explicit YAML null for lists/maps/strings) -> default. Wrong type / out of range ->
+  // error recorded, default returned.
+  int64_t Int(std::string_view path, int64_t def, Range range = Range::Any());
+  double Double(std::string_view path, double def, Range range = Range::Any());
+  float Float(std::string_view path, float def, Range range = Range::Any());
+  bool Bool(std::string_view path, bool def);
+  // `choices` non-empty: the value must be one of them (error suggests the nearest).
+  std::string String(std::string_view path, std::string def,
+                     const std::vector<std::string>& choices = {});
+  // A list of strings; a single scalar is accepted as a one-element list.
+  std::vector<std::string> StringList(std::string_view path, std::vector<std::string> def);
+  std::vector<int64_t> IntList(std::string_view path, std::vector<int64_t> def,
+                               Range range = Range::Any());
+  // A map from arbitrary keys to integers (all of its children count as known).
+  std::map<std::string, int64_t> IntMap(std::string_view path, std::map<std::string, int64_t> def,
+                                        Range range = Range::Any());
+  // A byte size (ParseByteSize); the resolved config shows it as FormatByteSize.
+  int64_t Bytes(std::string_view path, int64_t def, Range range = Range::AtLeast(0));
+
+  // True if `path` is present in the document (does not mark it known).
+  bool Has(std::string_view path) const;
+  // Records a validation error for `path` (the key's location is appended when present).
+  void AddError(std::string_view path, std::string_view message);
+
+  // Adds an error per unknown key and returns every error recorded, or OK.
+  [[nodiscard]] Status Finish();
+  // Every key read, with its effective value, as YAML (keys in the order they were bound).
+  std::string ResolvedYaml() const;
+  // Individual error lines recorded so far (after Finish(): including unknown keys).
+  const std::vector<std::string>& errors() const;
+
+ private:
+  struct Impl;
+  explicit ConfigBinder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rectrain::config
