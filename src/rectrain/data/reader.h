@@ -14,6 +14,11 @@
 // Next() call. With shuffle the order of rows depends only on (seed, epoch), so runs are
 // deterministic regardless of thread timing; the validation split is read in file order.
 //
+// Formats (docs/formats/criteo.md, docs/data.md): criteo = TSV label, I1..I<n>, C1..C<m>;
+// csv / tsv = delimited text with the columns named by a header line or schema.columns
+// ("quoted" fields allowed). Batch::source / first_line give the first row's file and line in
+// file order; in a shuffled pass rows come from many places, so source is "" and first_line 0.
+//
 // Thread safety: a BatchReader is used by one consumer thread; it owns its worker threads and
 // joins them in its destructor (cancellation is prompt even when the queue is full).
 #pragma once
@@ -68,6 +73,9 @@ struct ReadOptions {
   int num_threads = 1;             // parse workers
   int prefetch_batches = 4;        // bounded queue depth
   int64_t skip_rows = 0;           // resume: rows of this pass already consumed
+  // Added by data/: files are read and parsed in chunks of about this many bytes (split at
+  // newlines); the unit of parallelism and of chunk-order shuffling. 1 .. 1 GiB.
+  int64_t chunk_bytes = 16 << 20;
 };
 
 struct ReaderStats {
@@ -77,6 +85,7 @@ struct ReaderStats {
   int64_t files = 0;
   double parse_seconds = 0;        // summed over workers (CPU time in parsing)
   double wait_seconds = 0;         // consumer time blocked in Next()
+  int64_t rows_skipped = 0;        // added: rows dropped by ReadOptions::skip_rows
 };
 
 class BatchReader {
@@ -91,10 +100,15 @@ class BatchReader {
   virtual const std::vector<std::string>& sparse_names() const = 0;
 };
 
+// Opens the files and checks them up front (missing/empty file, glob matching nothing, directory,
+// csv header vs schema); parsing starts at once on background threads. Row errors surface in
+// Next(). Errors name the file or the option at fault.
 Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
                                                      const ReadOptions& options);
 
-// Field-aware id of a categorical token; stable (checkpoints store these ids).
+// Field-aware id of a categorical token; stable (checkpoints store these ids):
+// HashBytes(token, DeriveSeed(hash_seed, field_index)). A missing (empty) token is
+// FeatureId(field_index, "", hash_seed).
 uint64_t FeatureId(int field_index, std::string_view token, uint64_t hash_seed);
 
 }  // namespace rectrain::data

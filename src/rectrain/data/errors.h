@@ -1,0 +1,50 @@
+// rectrain/data/errors.h: the text of every error the data module reports, in one place so that
+// tests (and users grepping logs) can match it. Each bad-row message says where (file:line:column
+// and field name), what (the offending text, escaped and truncated), what was expected, and how
+// to relax it (kMaxBadRowsHint).
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rectrain::data::errors {
+
+inline constexpr std::string_view kMaxBadRowsHint =
+    "set data.max_bad_rows: N to skip up to N bad rows (they are counted and reported)";
+inline constexpr std::string_view kExpectedLabel = "0 or 1";
+inline constexpr std::string_view kExpectedDense = "a finite number, or an empty field for missing";
+inline constexpr int kSnippetChars = 40;
+
+// The offending text as shown in messages: bytes outside printable ASCII become \xNN (tab \t,
+// CR \r), '"' and '\' are escaped, and text over kSnippetChars bytes is cut with "...".
+std::string Snippet(std::string_view text);
+
+// "<file>:<line>:<column>: field <field>: expected <expected>, got \"<snippet>\""
+std::string BadField(std::string_view file, int64_t line, int64_t column, std::string_view field,
+                     std::string_view expected, std::string_view text);
+
+// "<file>:<line>:<column>: expected <expected> fields (<layout>), found <found>: \"<snippet>\""
+std::string WrongColumnCount(std::string_view file, int64_t line, int64_t column, int expected,
+                             int found, std::string_view layout, std::string_view line_text);
+
+// "<file>:<line>:<column>: field <field>: unterminated or malformed quoted field: \"<snippet>\""
+std::string BadQuote(std::string_view file, int64_t line, int64_t column, std::string_view field,
+                     std::string_view text);
+
+// "<file>:<line>: line is longer than <max> bytes; rows must be newline-separated text"
+std::string LineTooLong(std::string_view file, int64_t line, int64_t max_bytes);
+
+// The strict-mode error: "<bad row message>; <kMaxBadRowsHint>".
+std::string StrictBadRow(std::string_view bad_row_message);
+
+// "<count> bad rows exceed data.max_bad_rows = <max> (rejected rows are listed in <rejects>);
+//  the last one: <bad row message>" — the parenthesis only when a rejects file is set.
+std::string TooManyBadRows(int64_t count, int64_t max_bad_rows, std::string_view rejects_file,
+                           std::string_view last_message);
+
+// "<path> is empty: it has no rows" / "<path> has a header but no rows".
+std::string EmptyFile(std::string_view path, bool has_header);
+
+}  // namespace rectrain::data::errors

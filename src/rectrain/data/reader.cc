@@ -1,0 +1,774 @@
+// Text BatchReader: chunked, parallel parsing with ordered (or deterministically shuffled)
+// delivery through a bounded prefetch queue.
+//
+// Pipeline (all threads owned by the reader, none from the OpenMP compute pool):
+//   workers (num_threads)  claim chunk sequence numbers, pread the chunk, parse its lines into a
+//                          RowBlock; at most `window` chunks are in flight (memory bound).
+//   assembler (1 thread)   takes parsed chunks strictly in sequence order (so results never
+//                          depend on thread timing), resolves bad rows to file:line, applies
+//                          max_bad_rows / rejects file, feeds rows through the shuffle buffer and
+//                          skip_rows, and builds Batches into the prefetch queue.
+//   consumer               Next() pops the queue (time blocked -> wait_seconds).
+//
+// Chunk ownership: chunk k of a file nominally covers bytes [begin_k, end_k) of the data region;
+// it owns every line that *starts* in that range (a line starts at the data start or right after
+// a '\n'), reading past end_k to finish its last line. So chunks can be parsed independently and
+// every line is parsed exactly once.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "rectrain/base/random.h"
+#include "rectrain/base/stopwatch.h"
+#include "rectrain/data/errors.h"
+#include "rectrain/data/internal/text_parser.h"
+#include "rectrain/data/reader.h"
+#include "rectrain/io/file.h"
+
+namespace rectrain::data {
+
+uint64_t FeatureId(int field_index, std::string_view token, uint64_t hash_seed) {
+  return HashBytes(token, DeriveSeed(hash_seed, static_cast<uint64_t>(field_index)));
+}
+
+namespace {
+
+using internal::BadRow;
+using internal::LineParser;
+using internal::ParsePlan;
+using internal::RowBlock;
+
+constexpr int64_t kMaxLineBytes = int64_t{64} << 20;
+constexpr int64_t kReadSlack = 64 << 10;  // read this much past a chunk to finish its last line
+
+struct FileInfo {
+  std::string path;
+  std::unique_ptr<io::RandomAccessFile> file;
+  int64_t data_start = 0;  // after the header line, if any
+  int64_t size = 0;
+  int header_lines = 0;
+  int64_t first_chunk = 0;  // index of its first chunk in the global chunk list
+  int64_t num_chunks = 0;
+};
+
+struct ChunkRef {
+  int file = 0;
+  int64_t index = 0;  // within the file
+  int64_t begin = 0;  // nominal byte range
+  int64_t end = 0;
+};
+
+struct ParsedChunk {
+  ChunkRef ref;
+  RowBlock block;
+  int64_t lines = 0;       // lines owned (valid when complete)
+  bool complete = false;   // every owned line was parsed
+  Status fatal;            // I/O error
+  bool line_too_long = false;  // line `lines` of the chunk exceeds kMaxLineBytes
+  double seconds = 0;
+};
+
+// A growable byte buffer whose contents are not zero-initialised (memory is reused per worker).
+class ByteBuffer {
+ public:
+  char* data() { return data_.get(); }
+  int64_t size() const { return size_; }
+  // Keeps the first `keep` bytes and makes room for `n` bytes in total.
+  void Resize(int64_t n, int64_t keep) {
+    if (n + 16 > capacity_) {
+      int64_t cap = std::max(n + 16, capacity_ * 2);
+      std::unique_ptr<char[]> d(new char[static_cast<size_t>(cap)]);
+      if (keep > 0) std::memcpy(d.get(), data_.get(), static_cast<size_t>(keep));
+      data_ = std::move(d);
+      capacity_ = cap;
+    }
+    size_ = n;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  int64_t capacity_ = 0;
+  int64_t size_ = 0;
+};
+
+// Reads [offset, offset + n) fully or fails: the file must not shrink while it is read.
+Status ReadExact(const FileInfo& f, int64_t offset, int64_t n, char* dst) {
+  RECTRAIN_ASSIGN_OR_RETURN(int64_t got, f.file->ReadAt(offset, n, dst));
+  if (got != n) {
+    return DataLossError(f.path + " changed while it was read: expected " + std::to_string(f.size) +
+                         " bytes, got end of file at byte " + std::to_string(offset + got));
+  }
+  return OkStatus();
+}
+
+// Parses the lines owned by `ref` into `out`. Stops early (complete = false) in strict mode at
+// the first bad row, after more than `max_bad_rows` bad rows, or when `stop` is set.
+void ParseChunk(const FileInfo& f, const ChunkRef& ref, int64_t max_bad_rows, bool keep_raw,
+                const std::atomic<bool>& stop, ByteBuffer* buf, LineParser* parser,
+                ParsedChunk* out) {
+  out->ref = ref;
+  out->block.Reset();
+  out->lines = 0;
+  out->complete = false;
+  out->fatal = OkStatus();
+  out->line_too_long = false;
+  const bool first = ref.begin == f.data_start;
+  const int64_t read_from = first ? ref.begin : ref.begin - 1;
+  int64_t read_to = std::min(f.size, ref.end + kReadSlack);
+  buf->Resize(read_to - read_from, 0);
+  if (Status s = ReadExact(f, read_from, read_to - read_from, buf->data()); !s.ok()) {
+    out->fatal = s;
+    return;
+  }
+  // First owned line: the data start, or just after the first '\n' in [begin - 1, end - 1).
+  int64_t pos = 0;
+  if (!first) {
+    const void* nl = std::memchr(buf->data(), '\n', static_cast<size_t>(ref.end - ref.begin));
+    if (nl == nullptr) {  // no line starts in this chunk
+      out->complete = true;
+      return;
+    }
+    pos = static_cast<const char*>(nl) - buf->data() + 1;
+  }
+  const int64_t limit = ref.end - read_from;  // owned lines start before this buffer offset
+  int64_t rel_line = 0;
+  int64_t bad_count = 0;
+  while (pos < limit) {
+    const char* base = buf->data();
+    int64_t len = buf->size();
+    const void* nl = std::memchr(base + pos, '\n', static_cast<size_t>(len - pos));
+    int64_t searched = pos;
+    while (nl == nullptr && read_from + len < f.size) {
+      // The line continues past what was read: read more.
+      if (len - pos > kMaxLineBytes) break;
+      searched = len;
+      const int64_t more = std::min(f.size - (read_from + len), std::max<int64_t>(kReadSlack, len));
+      buf->Resize(len + more, len);
+      if (Status s = ReadExact(f, read_from + len, more, buf->data() + len); !s.ok()) {
+        out->fatal = s;
+        return;
+      }
+      base = buf->data();
+      len = buf->size();
+      nl = std::memchr(base + searched, '\n', static_cast<size_t>(len - searched));
+    }
+    const int64_t line_end = nl ? static_cast<const char*>(nl) - base : len;
+    ++rel_line;
+    if (line_end - pos > kMaxLineBytes) {
+      out->lines = rel_line;  // the line number is resolved by the assembler
+      out->line_too_long = true;
+      return;
+    }
+    if (!parser->ParseLine(std::string_view(base + pos, static_cast<size_t>(line_end - pos)),
+                           rel_line, keep_raw, &out->block)) {
+      ++bad_count;
+      if (bad_count > max_bad_rows) {
+        out->lines = rel_line;
+        return;  // incomplete: the pass fails at this row
+      }
+    }
+    pos = line_end + 1;
+    if ((rel_line & 1023) == 0 && stop.load(std::memory_order_relaxed)) return;
+  }
+  out->lines = rel_line;
+  out->complete = true;
+}
+
+// Absolute line numbers of chunk starts, learnt from parsed chunks in order and, when a chunk
+// before the one asked about has not been parsed (shuffled passes, errors), by counting
+// newlines. Used by the assembler thread only.
+class LineIndex {
+ public:
+  void Init(const std::vector<FileInfo>* files, int64_t chunk_bytes) {
+    files_ = files;
+    chunk_bytes_ = chunk_bytes;
+    lines_before_.resize(files->size());
+    lines_owned_.resize(files->size());
+    for (size_t i = 0; i < files->size(); ++i) {
+      lines_before_[i].assign((*files)[i].num_chunks + 1, -1);
+      lines_owned_[i].assign((*files)[i].num_chunks, -1);
+      lines_before_[i][0] = (*files)[i].header_lines;
+    }
+  }
+  void Record(int file, int64_t chunk, int64_t lines_owned) { lines_owned_[file][chunk] = lines_owned; }
+
+  // Number of lines in the file before the first line chunk `chunk` owns.
+  Result<int64_t> LinesBefore(int file, int64_t chunk) {
+    std::vector<int64_t>& before = lines_before_[file];
+    if (before[chunk] >= 0) return before[chunk];
+    int64_t j = chunk;
+    while (before[j] < 0) --j;  // before[0] is always known
+    for (; j < chunk; ++j) {
+      int64_t owned = lines_owned_[file][j];
+      if (owned < 0) {
+        RECTRAIN_ASSIGN_OR_RETURN(owned, CountOwned(file, j));
+        lines_owned_[file][j] = owned;
+      }
+      before[j + 1] = before[j] + owned;
+    }
+    return before[chunk];
+  }
+
+ private:
+  // Line starts in [a, b): (a == data_start) + newlines in [max(a - 1, data_start), b - 1).
+  Result<int64_t> CountOwned(int file, int64_t chunk) {
+    const FileInfo& f = (*files_)[file];
+    const int64_t a = f.data_start + chunk * chunk_bytes_;
+    const int64_t b = std::min(f.size, a + chunk_bytes_);
+    int64_t count = a == f.data_start ? 1 : 0;
+    int64_t from = a == f.data_start ? a : a - 1;
+    const int64_t to = b - 1;
+    std::vector<char> buf(1 << 20);
+    while (from < to) {
+      const int64_t n = std::min<int64_t>(to - from, static_cast<int64_t>(buf.size()));
+      RECTRAIN_RETURN_IF_ERROR(ReadExact(f, from, n, buf.data()));
+      count += std::count(buf.data(), buf.data() + n, '\n');
+      from += n;
+    }
+    return count;
+  }
+
+  const std::vector<FileInfo>* files_ = nullptr;
+  int64_t chunk_bytes_ = 0;
+  std::vector<std::vector<int64_t>> lines_before_;
+  std::vector<std::vector<int64_t>> lines_owned_;
+};
+
+class TextBatchReader final : public BatchReader {
+ public:
+  TextBatchReader(const DataConfig& config, const ReadOptions& options, ParsePlan plan,
+                  std::vector<FileInfo> files, std::vector<ChunkRef> order, std::FILE* rejects)
+      : config_(config),
+        options_(options),
+        plan_(std::move(plan)),
+        files_(std::move(files)),
+        order_(std::move(order)),
+        rejects_(rejects) {
+    line_index_.Init(&files_, options_.chunk_bytes);
+    stats_.files = static_cast<int64_t>(files_.size());
+    window_ = options_.num_threads + 2;
+    assembler_ = std::thread([this] { AssemblerLoop(); });
+    for (int i = 0; i < options_.num_threads; ++i) {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    }
+  }
+
+  ~TextBatchReader() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    stop_flag_.store(true);
+    work_cv_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(q_mu_);
+      q_stop_ = true;
+    }
+    q_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    assembler_.join();
+    if (rejects_ != nullptr) std::fclose(rejects_);
+  }
+
+  Result<std::optional<Batch>> Next() override {
+    if (!latched_.ok()) return latched_;
+    if (finished_) return std::optional<Batch>();
+    Item item;
+    {
+      std::unique_lock<std::mutex> lock(q_mu_);
+      if (queue_.empty()) {
+        Stopwatch sw;
+        q_cv_.wait(lock, [&] { return !queue_.empty(); });
+        std::lock_guard<std::mutex> slock(stats_mu_);
+        stats_.wait_seconds += sw.Seconds();
+      }
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    q_cv_.notify_all();
+    if (!item.status.ok()) {
+      latched_ = item.status;
+      return latched_;
+    }
+    if (item.end) {
+      finished_ = true;
+      return std::optional<Batch>();
+    }
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.rows_read += item.batch.size;
+    }
+    return std::optional<Batch>(std::move(item.batch));
+  }
+
+  ReaderStats Stats() const override {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return stats_;
+  }
+  const std::vector<std::string>& dense_names() const override { return plan_.dense_names; }
+  const std::vector<std::string>& sparse_names() const override { return plan_.sparse_names; }
+
+ private:
+  struct Item {
+    Batch batch;
+    Status status;
+    bool end = false;
+  };
+
+  void WorkerLoop() {
+    LineParser parser(&plan_);
+    ByteBuffer buf;
+    const int64_t n = static_cast<int64_t>(order_.size());
+    const bool keep_raw = rejects_ != nullptr;
+    while (true) {
+      int64_t seq;
+      std::unique_ptr<ParsedChunk> chunk;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] {
+          return stop_ || next_claim_ >= n || next_claim_ < next_consume_ + window_;
+        });
+        if (stop_ || next_claim_ >= n) return;
+        seq = next_claim_++;
+        if (!free_chunks_.empty()) {
+          chunk = std::move(free_chunks_.back());
+          free_chunks_.pop_back();
+        }
+      }
+      if (!chunk) chunk = std::make_unique<ParsedChunk>();
+      Stopwatch sw;
+      const ChunkRef& ref = order_[seq];
+      ParseChunk(files_[ref.file], ref, config_.max_bad_rows, keep_raw, stop_flag_, &buf, &parser,
+                 chunk.get());
+      chunk->seconds = sw.Seconds();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_[seq] = std::move(chunk);
+      }
+      work_cv_.notify_all();
+    }
+  }
+
+  // Pushes onto the prefetch queue; false if the reader is being destroyed.
+  bool Push(Item item) {
+    std::unique_lock<std::mutex> lock(q_mu_);
+    q_cv_.wait(lock, [&] {
+      return q_stop_ || static_cast<int>(queue_.size()) < options_.prefetch_batches;
+    });
+    if (q_stop_) return false;
+    queue_.push_back(std::move(item));
+    lock.unlock();
+    q_cv_.notify_all();
+    return true;
+  }
+
+  void Fail(Status s) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;  // no point parsing further
+    }
+    stop_flag_.store(true);
+    work_cv_.notify_all();
+    Item item;
+    item.status = std::move(s);
+    Push(std::move(item));
+  }
+
+  // ---- batch building (assembler thread) ----
+  void StartBatch() {
+    const int64_t bs = options_.batch_size;
+    batch_ = Batch();
+    batch_.num_dense = plan_.num_dense();
+    batch_.labels.resize(bs);
+    batch_.dense.resize(bs * plan_.num_dense());
+    batch_.sparse.resize(plan_.num_sparse());
+    for (SparseColumn& c : batch_.sparse) c.ids.resize(bs);
+    if (plan_.has_group) batch_.group_keys.resize(bs);
+  }
+
+  // Appends one row; returns false if the reader is being destroyed.
+  bool EmitRow(float label, const float* dense, const uint64_t* ids, uint64_t group,
+               int file, int64_t line) {
+    if (skip_remaining_ > 0) {
+      --skip_remaining_;
+      ++rows_skipped_;
+      return true;
+    }
+    if (batch_.labels.empty()) StartBatch();
+    const int64_t r = batch_.size;
+    if (r == 0) {
+      batch_.source = file >= 0 ? files_[file].path : std::string();
+      batch_.first_line = line;
+    }
+    batch_.labels[r] = label;
+    const int nd = plan_.num_dense();
+    std::copy(dense, dense + nd, batch_.dense.data() + r * nd);
+    const int ns = plan_.num_sparse();
+    for (int f = 0; f < ns; ++f) batch_.sparse[f].ids[r] = ids[f];
+    if (plan_.has_group) batch_.group_keys[r] = group;
+    batch_.size = r + 1;
+    if (batch_.size == options_.batch_size) return FlushBatch();
+    return true;
+  }
+
+  bool FlushBatch() {
+    if (batch_.size == 0) return true;
+    const int64_t n = batch_.size;
+    batch_.labels.resize(n);
+    batch_.dense.resize(n * plan_.num_dense());
+    for (SparseColumn& c : batch_.sparse) c.ids.resize(n);
+    if (plan_.has_group) batch_.group_keys.resize(n);
+    Item item;
+    item.batch = std::move(batch_);
+    batch_ = Batch();
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.rows_skipped = rows_skipped_;
+    }
+    return Push(std::move(item));
+  }
+
+  // ---- shuffle buffer (assembler thread) ----
+  bool ShuffleRow(const RowBlock& b, int64_t r) {
+    const int nd = plan_.num_dense();
+    const int ns = plan_.num_sparse();
+    const int64_t cap = options_.shuffle_buffer_rows;
+    const uint64_t group = plan_.has_group ? b.group[r] : 0;
+    if (sb_size_ < cap) {
+      if (sb_size_ == static_cast<int64_t>(sb_labels_.size())) {
+        const int64_t grow = std::min(cap, std::max<int64_t>(4096, sb_size_ * 2));
+        sb_labels_.resize(grow);
+        sb_dense_.resize(grow * nd);
+        sb_ids_.resize(grow * ns);
+        if (plan_.has_group) sb_group_.resize(grow);
+      }
+      const int64_t j = sb_size_++;
+      sb_labels_[j] = b.labels[r];
+      std::copy(&b.dense[r * nd], &b.dense[r * nd] + nd, &sb_dense_[j * nd]);
+      std::copy(&b.ids[r * ns], &b.ids[r * ns] + ns, &sb_ids_[j * ns]);
+      if (plan_.has_group) sb_group_[j] = group;
+      return true;
+    }
+    const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(cap)));
+    if (!EmitRow(sb_labels_[j], &sb_dense_[j * nd], &sb_ids_[j * ns],
+                 plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
+      return false;
+    }
+    sb_labels_[j] = b.labels[r];
+    std::copy(&b.dense[r * nd], &b.dense[r * nd] + nd, &sb_dense_[j * nd]);
+    std::copy(&b.ids[r * ns], &b.ids[r * ns] + ns, &sb_ids_[j * ns]);
+    if (plan_.has_group) sb_group_[j] = group;
+    return true;
+  }
+
+  bool DrainShuffle() {
+    const int nd = plan_.num_dense();
+    const int ns = plan_.num_sparse();
+    // Emit the remainder in a uniformly random order (Fisher-Yates draw without replacement).
+    while (sb_size_ > 0) {
+      const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(sb_size_)));
+      if (!EmitRow(sb_labels_[j], &sb_dense_[j * nd], &sb_ids_[j * ns],
+                   plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
+        return false;
+      }
+      const int64_t last = --sb_size_;
+      if (j != last) {
+        sb_labels_[j] = sb_labels_[last];
+        std::copy(&sb_dense_[last * nd], &sb_dense_[last * nd] + nd, &sb_dense_[j * nd]);
+        std::copy(&sb_ids_[last * ns], &sb_ids_[last * ns] + ns, &sb_ids_[j * ns]);
+        if (plan_.has_group) sb_group_[j] = sb_group_[last];
+      }
+    }
+    return true;
+  }
+
+  // Records bad rows of a chunk; returns a non-OK Status when the pass must fail.
+  Status HandleBadRows(const ParsedChunk& c) {
+    const FileInfo& f = files_[c.ref.file];
+    for (const BadRow& bad : c.block.bad) {
+      RECTRAIN_ASSIGN_OR_RETURN(int64_t before, line_index_.LinesBefore(c.ref.file, c.ref.index));
+      const int64_t line = before + bad.rel_line;
+      std::string msg = internal::FormatBadRow(plan_, bad, f.path, line);
+      if (config_.max_bad_rows <= 0) {
+        return InvalidArgumentError(errors::StrictBadRow(msg));
+      }
+      ++rejected_;
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        stats_.rows_rejected = rejected_;
+      }
+      if (rejects_ != nullptr) {
+        std::string rec = f.path + "\t" + std::to_string(line) + "\t" + msg + "\t" + bad.raw_line + "\n";
+        if (std::fwrite(rec.data(), 1, rec.size(), rejects_) != rec.size() ||
+            std::fflush(rejects_) != 0) {
+          return UnavailableError("cannot write the rejects file " + config_.rejects_file);
+        }
+      }
+      if (rejected_ > config_.max_bad_rows) {
+        return InvalidArgumentError(
+            errors::TooManyBadRows(rejected_, config_.max_bad_rows, config_.rejects_file, msg));
+      }
+    }
+    return OkStatus();
+  }
+
+  void AssemblerLoop() {
+    const int64_t n = static_cast<int64_t>(order_.size());
+    const bool shuffle = options_.shuffle && options_.shuffle_buffer_rows > 0;
+    rng_ = Rng(DeriveSeed(DeriveSeed(options_.seed, 0x5348554646ULL), static_cast<uint64_t>(options_.epoch)));
+    skip_remaining_ = options_.skip_rows;
+    for (int64_t seq = 0; seq < n; ++seq) {
+      std::unique_ptr<ParsedChunk> c;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] { return stop_ || done_.count(seq) > 0; });
+        if (stop_) return;
+        auto it = done_.find(seq);
+        c = std::move(it->second);
+        done_.erase(it);
+        ++next_consume_;
+      }
+      work_cv_.notify_all();
+      const FileInfo& f = files_[c->ref.file];
+      if (!c->fatal.ok()) {
+        Fail(c->fatal.WithContext("while reading " + f.path));
+        return;
+      }
+      if (Status s = HandleBadRows(*c); !s.ok()) {
+        Fail(s);
+        return;
+      }
+      if (c->line_too_long) {  // after the chunk's earlier bad rows, which come first
+        auto before = line_index_.LinesBefore(c->ref.file, c->ref.index);
+        const int64_t line = (before.ok() ? *before : 0) + c->lines;
+        Fail(DataLossError(errors::LineTooLong(f.path, line, kMaxLineBytes)));
+        return;
+      }
+      if (!c->complete) {  // stopped by the stop flag: the reader is closing
+        return;
+      }
+      line_index_.Record(c->ref.file, c->ref.index, c->lines);
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        stats_.bytes_read += c->ref.end - c->ref.begin;
+        stats_.parse_seconds += c->seconds;
+      }
+      const RowBlock& b = c->block;
+      const int nd = plan_.num_dense();
+      const int ns = plan_.num_sparse();
+      if (shuffle) {
+        for (int64_t r = 0; r < b.rows; ++r) {
+          if (!ShuffleRow(b, r)) return;
+        }
+      } else {
+        // Line numbers are known for free in file order; a chunk-shuffled pass reports none.
+        int64_t before = 0;
+        const int file = options_.shuffle ? -1 : c->ref.file;
+        if (b.rows > 0 && !options_.shuffle) {
+          auto lb = line_index_.LinesBefore(c->ref.file, c->ref.index);
+          if (!lb.ok()) {
+            Fail(lb.status());
+            return;
+          }
+          before = *lb;
+        }
+        for (int64_t r = 0; r < b.rows; ++r) {
+          if (!EmitRow(b.labels[r], &b.dense[r * nd], &b.ids[r * ns],
+                       plan_.has_group ? b.group[r] : 0, file,
+                       file < 0 ? 0 : before + b.rel_line[r])) {
+            return;
+          }
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        free_chunks_.push_back(std::move(c));
+      }
+    }
+    if (shuffle && !DrainShuffle()) return;
+    if (!FlushBatch()) return;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.rows_skipped = rows_skipped_;
+    }
+    Item end;
+    end.end = true;
+    Push(std::move(end));
+  }
+
+  const DataConfig config_;
+  const ReadOptions options_;
+  const ParsePlan plan_;
+  const std::vector<FileInfo> files_;
+  const std::vector<ChunkRef> order_;
+  std::FILE* rejects_;
+  int64_t window_ = 1;
+
+  // Work distribution and reorder buffer.
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  bool stop_ = false;                 // guarded by mu_
+  std::atomic<bool> stop_flag_{false};  // same, readable without the lock inside parsing
+  int64_t next_claim_ = 0;            // guarded by mu_
+  int64_t next_consume_ = 0;          // guarded by mu_
+  std::map<int64_t, std::unique_ptr<ParsedChunk>> done_;    // guarded by mu_
+  std::vector<std::unique_ptr<ParsedChunk>> free_chunks_;   // guarded by mu_
+
+  // Prefetch queue.
+  std::mutex q_mu_;
+  std::condition_variable q_cv_;
+  std::deque<Item> queue_;  // guarded by q_mu_
+  bool q_stop_ = false;     // guarded by q_mu_
+
+  mutable std::mutex stats_mu_;
+  ReaderStats stats_;  // guarded by stats_mu_
+
+  // Assembler-thread state.
+  LineIndex line_index_;
+  Batch batch_;
+  Rng rng_{0};
+  int64_t skip_remaining_ = 0;
+  int64_t rows_skipped_ = 0;
+  int64_t rejected_ = 0;
+  int64_t sb_size_ = 0;
+  std::vector<float> sb_labels_;
+  std::vector<float> sb_dense_;
+  std::vector<uint64_t> sb_ids_;
+  std::vector<uint64_t> sb_group_;
+
+  // Consumer-thread state.
+  Status latched_;
+  bool finished_ = false;
+
+  std::vector<std::thread> workers_;
+  std::thread assembler_;
+};
+
+// Reads the first line of a file (the header), without its newline. Sets *data_start.
+Result<std::string> ReadHeaderLine(const FileInfo& f, int64_t* data_start) {
+  std::string line;
+  int64_t offset = 0;
+  std::vector<char> buf(64 << 10);
+  while (offset < f.size) {
+    const int64_t n = std::min<int64_t>(f.size - offset, static_cast<int64_t>(buf.size()));
+    RECTRAIN_RETURN_IF_ERROR(ReadExact(f, offset, n, buf.data()));
+    const void* nl = std::memchr(buf.data(), '\n', static_cast<size_t>(n));
+    if (nl != nullptr) {
+      const int64_t k = static_cast<const char*>(nl) - buf.data();
+      line.append(buf.data(), static_cast<size_t>(k));
+      *data_start = offset + k + 1;
+      return line;
+    }
+    line.append(buf.data(), static_cast<size_t>(n));
+    offset += n;
+    if (static_cast<int64_t>(line.size()) > kMaxLineBytes) {
+      return DataLossError(errors::LineTooLong(f.path, 1, kMaxLineBytes));
+    }
+  }
+  *data_start = f.size;
+  return line;
+}
+
+Status ValidateOptions(const ReadOptions& o) {
+  if (o.batch_size <= 0) return InvalidArgumentError("batch_size must be > 0, got " + std::to_string(o.batch_size));
+  if (o.num_threads < 1 || o.num_threads > 256) {
+    return InvalidArgumentError("data.num_threads must be in 1..256, got " + std::to_string(o.num_threads));
+  }
+  if (o.prefetch_batches < 1) {
+    return InvalidArgumentError("data.prefetch_batches must be >= 1, got " + std::to_string(o.prefetch_batches));
+  }
+  if (o.shuffle_buffer_rows < 0) {
+    return InvalidArgumentError("data.shuffle_buffer_rows must be >= 0, got " +
+                                std::to_string(o.shuffle_buffer_rows));
+  }
+  if (o.skip_rows < 0) return InvalidArgumentError("skip_rows must be >= 0, got " + std::to_string(o.skip_rows));
+  if (o.chunk_bytes < 1 || o.chunk_bytes > (int64_t{1} << 30)) {
+    return InvalidArgumentError("data.chunk_bytes must be in 1..1073741824, got " + std::to_string(o.chunk_bytes));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
+                                                     const ReadOptions& options) {
+  RECTRAIN_RETURN_IF_ERROR(ValidateOptions(options));
+  if (config.max_bad_rows < 0) {
+    return InvalidArgumentError("data.max_bad_rows must be >= 0, got " + std::to_string(config.max_bad_rows));
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config.files));
+  const bool header = (config.schema.format == "csv" || config.schema.format == "tsv") && config.schema.header;
+  std::vector<FileInfo> files;
+  std::vector<std::string> header_columns;
+  std::string header_line0;
+  for (const std::string& path : paths) {
+    FileInfo f;
+    f.path = path;
+    RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(path));
+    f.size = f.file->size();
+    if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
+    if (header) {
+      RECTRAIN_ASSIGN_OR_RETURN(std::string line, ReadHeaderLine(f, &f.data_start));
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      f.header_lines = 1;
+      if (files.empty()) {
+        header_line0 = line;
+        const char delim = config.schema.format == "tsv"
+                               ? '\t'
+                               : (config.schema.delimiter == '\t' ? ',' : config.schema.delimiter);
+        header_columns = internal::SplitHeader(line, delim, true);
+      } else if (line != header_line0) {
+        return InvalidArgumentError("the header of " + path + " (\"" + errors::Snippet(line) +
+                                    "\") differs from the header of " + files[0].path + " (\"" +
+                                    errors::Snippet(header_line0) + "\"); all files must share one header");
+      }
+      if (f.data_start >= f.size) return InvalidArgumentError(errors::EmptyFile(path, true));
+    }
+    files.push_back(std::move(f));
+  }
+  Result<ParsePlan> plan = internal::BuildPlan(config, header_columns);
+  if (!plan.ok()) {
+    if (header) return plan.status().WithContext("schema of " + files[0].path);
+    return plan.status();
+  }
+  // Chunk plan: file order, then optionally shuffled by (seed, epoch).
+  std::vector<ChunkRef> order;
+  for (size_t i = 0; i < files.size(); ++i) {
+    FileInfo& f = files[i];
+    f.first_chunk = static_cast<int64_t>(order.size());
+    const int64_t data = f.size - f.data_start;
+    f.num_chunks = (data + options.chunk_bytes - 1) / options.chunk_bytes;
+    for (int64_t k = 0; k < f.num_chunks; ++k) {
+      ChunkRef c;
+      c.file = static_cast<int>(i);
+      c.index = k;
+      c.begin = f.data_start + k * options.chunk_bytes;
+      c.end = std::min(f.size, c.begin + options.chunk_bytes);
+      order.push_back(c);
+    }
+  }
+  if (options.shuffle) {
+    Rng rng(DeriveSeed(DeriveSeed(options.seed, 0x4348554e4bULL), static_cast<uint64_t>(options.epoch)));
+    for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) {
+      std::swap(order[i], order[rng.Below(static_cast<uint64_t>(i + 1))]);
+    }
+  }
+  std::FILE* rejects = nullptr;
+  if (!config.rejects_file.empty()) {
+    rejects = std::fopen(config.rejects_file.c_str(), "w");
+    if (rejects == nullptr) {
+      return ErrnoToStatus(errno, "cannot create data.rejects_file " + config.rejects_file);
+    }
+  }
+  return std::unique_ptr<BatchReader>(new TextBatchReader(
+      config, options, std::move(plan).value(), std::move(files), std::move(order), rejects));
+}
+
+}  // namespace rectrain::data

@@ -1,0 +1,40 @@
+// rectrain/io/parquet/internal/encodings.h: private to io/parquet. Decoders for Parquet's value
+// and level encodings over bounds-checked byte spans. Each returns DataLoss (message naming the
+// encoding and the problem) when the input ends early or holds an out-of-range header; none
+// reads outside `in` or writes more than `n` outputs.
+// Thread safety: stateless functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "rectrain/base/status.h"
+
+namespace rectrain::io::parquet::internal {
+
+// Reads a ULEB128 varint at in[*pos], advancing *pos.
+Status ReadUleb(std::span<const uint8_t> in, int64_t* pos, uint64_t* out);
+
+// Unpacks n little-endian bit-packed values of `bit_width` (<= 32) bits starting at bit 0.
+// Precondition: in.size() * 8 >= n * bit_width.
+void UnpackBits32(const uint8_t* in, int64_t in_size, int bit_width, int64_t n, uint32_t* out);
+
+// RLE / bit-packed hybrid (without the 4-byte length prefix) of `bit_width` (0..32) bits; decodes
+// exactly n values. A final run longer than needed is truncated.
+template <typename T>
+Status DecodeRleHybrid(std::span<const uint8_t> in, int bit_width, int64_t n, T* out);
+
+// DELTA_BINARY_PACKED of exactly n values (the header's count must equal n). *consumed receives
+// the stream's length in bytes.
+template <typename T>
+Status DecodeDeltaBinaryPacked(std::span<const uint8_t> in, int64_t n, T* out, int64_t* consumed);
+
+// BYTE_STREAM_SPLIT of n values of `width` bytes into out (n * width bytes, little-endian
+// values). in.size() must equal n * width.
+Status DecodeByteStreamSplit(std::span<const uint8_t> in, int64_t n, int width, uint8_t* out);
+
+// Returns true if [p, p+n) is well-formed UTF-8 (no overlongs, surrogates, or > U+10FFFF).
+bool IsValidUtf8(const uint8_t* p, int64_t n);
+
+}  // namespace rectrain::io::parquet::internal
