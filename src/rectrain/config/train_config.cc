@@ -1,0 +1,196 @@
+#include "rectrain/config/train_config.h"
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "rectrain/base/random.h"
+
+namespace rectrain::config {
+namespace {
+
+constexpr double kMaxInt = 9.0e18;
+
+// "\t", "tab", "\\t" -> '\t'; otherwise a single character.
+std::optional<char> ParseDelimiter(const std::string& s) {
+  if (s == "\t" || s == "\\t" || s == "tab") return '\t';
+  if (s.size() == 1) return s[0];
+  return std::nullopt;
+}
+
+}  // namespace
+
+optim::LrScheduleConfig TrainConfig::SparseLrSchedule() const {
+  optim::LrScheduleConfig s = lr_schedule;
+  s.lr = embedding_lr;
+  s.min_lr = lr_schedule.lr > 0 ? lr_schedule.min_lr * (embedding_lr / lr_schedule.lr) : 0.0f;
+  if (s.min_lr > s.lr) s.min_lr = s.lr;
+  return s;
+}
+
+TrainConfig BindTrainConfig(ConfigBinder& b) {
+  TrainConfig c;
+  c.seed = static_cast<uint64_t>(b.Int("seed", 42, Range::Closed(0, kMaxInt)));
+  c.deterministic = b.Bool("deterministic", false);
+  c.threads = static_cast<int>(b.Int("threads", 2, Range::Closed(1, 256)));
+
+  // data.*
+  c.train_files = b.StringList("data.train", {});
+  c.valid_files = b.StringList("data.valid", {});
+  data::SchemaConfig& schema = c.data.schema;
+  schema.format = b.String("data.format", "criteo", {"criteo", "csv"});
+  schema.criteo_dense = static_cast<int>(b.Int("data.criteo_dense", 13, Range::Closed(0, 10000)));
+  schema.criteo_sparse =
+      static_cast<int>(b.Int("data.criteo_sparse", 26, Range::Closed(0, 10000)));
+  const std::string delimiter =
+      b.String("data.delimiter", schema.format == "csv" ? "," : "\t");
+  if (auto d = ParseDelimiter(delimiter)) {
+    schema.delimiter = *d;
+  } else {
+    b.AddError("data.delimiter", "\"" + delimiter + "\" is not a single character (use \"\\t\" or tab for tabs)");
+  }
+  schema.header = b.Bool("data.header", false);
+  schema.label = b.String("data.label", "label");
+  schema.dense = b.StringList("data.dense", {});
+  schema.sparse = b.StringList("data.sparse", {});
+  schema.columns = b.StringList("data.columns", {});
+  schema.group_key = b.String("data.group_key", "");
+  c.data.max_bad_rows = b.Int("data.max_bad_rows", 0, Range::Closed(0, kMaxInt));
+  c.data.rejects_file = b.String("data.rejects_file", "");
+  c.read.batch_size = b.Int("data.batch_size", 4096, Range::Closed(1, 1 << 24));
+  c.read.shuffle = b.Bool("data.shuffle", true);
+  c.read.shuffle_buffer_rows = b.Int("data.shuffle_buffer", 1 << 20, Range::Closed(1, kMaxInt));
+  c.read.num_threads = static_cast<int>(b.Int("data.reader_threads", 1, Range::Closed(1, 64)));
+  c.read.prefetch_batches = static_cast<int>(b.Int("data.prefetch", 4, Range::Closed(1, 1024)));
+  c.read.seed = c.seed;
+
+  // features.*
+  c.data.dense.fill = b.Float("features.fill", 0.0f);
+  c.data.dense.log1p = b.Bool("features.log1p", true);
+  c.data.dense.clip_min = b.Float("features.clip_min", 0.0f);
+  c.data.dense.clip_max = b.Float("features.clip_max", 0.0f);
+  c.data.hash_seed = static_cast<uint64_t>(b.Int("features.hash_seed", 0, Range::Closed(0, kMaxInt)));
+
+  // model.*
+  c.model.type = b.String("model.type", "deepfm", nn::ModelTypes());
+  c.model.embedding_dim = static_cast<int>(b.Int("model.embedding_dim", 16, Range::Closed(1, 4096)));
+  for (const auto& [field, dim] : b.IntMap("model.field_dims", {}, Range::Closed(1, 4096))) {
+    c.model.field_dims[field] = static_cast<int>(dim);
+  }
+  c.model.hidden.clear();
+  for (int64_t h : b.IntList("model.hidden", {400, 400, 400}, Range::Closed(1, 1 << 20))) {
+    c.model.hidden.push_back(static_cast<int>(h));
+  }
+  c.model.dropout = b.Float("model.dropout", 0.0f, Range::HalfOpen(0, 1));
+  c.model.layer_norm = b.Bool("model.layer_norm", false);
+  c.model.cross_layers = static_cast<int>(b.Int("model.cross_layers", 3, Range::Closed(0, 64)));
+  c.model.seed = DeriveSeed(c.seed, 0x6d6f64656cULL);  // "model"
+
+  // embedding.*
+  embedding::EmbeddingTableConfig& e = c.embedding;
+  e.dim = c.model.embedding_dim;
+  e.seed = DeriveSeed(c.seed, 0x656d62ULL);  // "emb"
+  optim::SparseOptimizerConfig& so = e.optimizer;
+  so.type = b.String("embedding.optimizer.type", "adagrad", {"sgd", "adagrad", "adam", "ftrl"});
+  c.embedding_lr = b.Float("embedding.optimizer.lr", 0.05f, Range::Positive());
+  so.beta1 = b.Float("embedding.optimizer.beta1", 0.9f, Range::HalfOpen(0, 1));
+  so.beta2 = b.Float("embedding.optimizer.beta2", 0.999f, Range::HalfOpen(0, 1));
+  so.epsilon = b.Float("embedding.optimizer.epsilon", 1e-8f, Range::AtLeast(0));
+  so.initial_accumulator = b.Float("embedding.optimizer.initial_accumulator", 0.0f, Range::AtLeast(0));
+  so.l2 = b.Float("embedding.optimizer.l2", 0.0f, Range::AtLeast(0));
+  so.ftrl_alpha = b.Float("embedding.optimizer.ftrl_alpha", 0.05f, Range::Positive());
+  so.ftrl_beta = b.Float("embedding.optimizer.ftrl_beta", 1.0f, Range::AtLeast(0));
+  so.ftrl_l1 = b.Float("embedding.optimizer.ftrl_l1", 0.0f, Range::AtLeast(0));
+  so.ftrl_l2 = b.Float("embedding.optimizer.ftrl_l2", 0.0f, Range::AtLeast(0));
+  e.initializer.type = b.String("embedding.initializer.type", "normal",
+                                {"normal", "uniform", "zeros", "truncated_normal"});
+  e.initializer.stddev = b.Float("embedding.initializer.stddev", 0.01f, Range::AtLeast(0));
+  e.initializer.scale = b.Float("embedding.initializer.scale", 0.01f, Range::AtLeast(0));
+  e.min_count = b.Int("embedding.min_count", 1, Range::Closed(1, kMaxInt));
+  e.memory_budget_bytes = b.Bytes("embedding.memory_budget", 0);
+  e.on_budget = b.String("embedding.on_budget", "evict", {"evict", "error"});
+  e.num_shards = static_cast<int>(b.Int("embedding.shards", 64, Range::Closed(1, 65536)));
+  if ((e.num_shards & (e.num_shards - 1)) != 0) {
+    b.AddError("embedding.shards", std::to_string(e.num_shards) + " is not a power of two");
+  }
+
+  // optimizer.*
+  optim::DenseOptimizerConfig& o = c.optimizer;
+  o.type = b.String("optimizer.type", "adam", {"sgd", "adagrad", "adam", "adamw"});
+  c.lr_schedule.lr = b.Float("optimizer.lr", 1e-3f, Range::Positive());
+  o.beta1 = b.Float("optimizer.beta1", 0.9f, Range::HalfOpen(0, 1));
+  o.beta2 = b.Float("optimizer.beta2", 0.999f, Range::HalfOpen(0, 1));
+  o.epsilon = b.Float("optimizer.epsilon", 1e-8f, Range::AtLeast(0));
+  o.weight_decay = b.Float("optimizer.weight_decay", 0.0f, Range::AtLeast(0));
+  o.momentum = b.Float("optimizer.momentum", 0.0f, Range::HalfOpen(0, 1));
+  o.initial_accumulator = b.Float("optimizer.initial_accumulator", 0.0f, Range::AtLeast(0));
+  c.lr_schedule.warmup_steps = b.Int("optimizer.warmup_steps", 0, Range::Closed(0, kMaxInt));
+  c.lr_schedule.decay =
+      b.String("optimizer.decay", "none", {"none", "linear", "cosine", "exponential", "step"});
+  c.lr_schedule.decay_steps = b.Int("optimizer.decay_steps", 0, Range::Closed(0, kMaxInt));
+  c.lr_schedule.decay_rate = b.Float("optimizer.decay_rate", 0.5f, Range{0, 1, true, false});
+  c.lr_schedule.min_lr = b.Float("optimizer.min_lr", 0.0f, Range::AtLeast(0));
+  if (c.lr_schedule.decay != "none" && c.lr_schedule.decay_steps == 0) {
+    b.AddError("optimizer.decay_steps", "must be > 0 when optimizer.decay is " + c.lr_schedule.decay);
+  }
+  if (c.lr_schedule.min_lr > c.lr_schedule.lr) {
+    b.AddError("optimizer.min_lr", "must not exceed optimizer.lr");
+  }
+  if (Status s = optim::ValidateLrSchedule(c.lr_schedule); !s.ok() && b.errors().empty()) {
+    b.AddError("optimizer", s.message());  // backstop for rules the checks above do not cover
+  }
+
+  // train.*
+  TrainerSettings& t = c.train;
+  t.epochs = b.Int("train.epochs", 1, Range::Closed(1, 1000000));
+  t.max_steps = b.Int("train.max_steps", 0, Range::Closed(0, kMaxInt));
+  t.eval_every_steps = b.Int("train.eval_every_steps", 0, Range::Closed(0, kMaxInt));
+  t.checkpoint_every_steps = b.Int("train.checkpoint_every_steps", 0, Range::Closed(0, kMaxInt));
+  t.keep_checkpoints = b.Int("train.keep_checkpoints", 3, Range::Closed(1, 1000000));
+  t.log_every_steps = b.Int("train.log_every_steps", 100, Range::Closed(1, kMaxInt));
+  t.early_stopping.metric = b.String("train.early_stopping.metric", "auc", {"auc", "logloss"});
+  t.early_stopping.patience = b.Int("train.early_stopping.patience", 0, Range::Closed(0, kMaxInt));
+  t.early_stopping.min_delta = b.Double("train.early_stopping.min_delta", 0.0, Range::AtLeast(0));
+
+  // eval.*
+  c.eval.gauc = b.Bool("eval.gauc", false);
+  c.eval.batch_size = b.Int("eval.batch_size", 0, Range::Closed(0, 1 << 24));
+
+  // Cross-key consistency.
+  if (c.train_files.empty()) {
+    b.AddError("data.train", "is required: a file, a glob or a list of them (e.g. --set data.train=train.tsv)");
+  }
+  if (c.valid_files.empty()) {
+    if (t.eval_every_steps > 0) b.AddError("train.eval_every_steps", "needs data.valid");
+    if (t.early_stopping.patience > 0) b.AddError("train.early_stopping.patience", "needs data.valid");
+  }
+  if (c.eval.gauc && schema.group_key.empty()) {
+    b.AddError("eval.gauc", "needs data.group_key (the column that identifies a user or query)");
+  }
+  if (schema.format == "csv" && schema.dense.empty() && schema.sparse.empty()) {
+    b.AddError("data.format", "csv needs data.dense and/or data.sparse column names");
+  }
+  return c;
+}
+
+Result<LoadedConfig> LoadTrainConfigFromString(std::string_view text, const std::string& source,
+                                               const std::vector<std::string>& sets) {
+  RECTRAIN_ASSIGN_OR_RETURN(ConfigBinder binder, ConfigBinder::FromYamlString(text, source));
+  for (const auto& s : sets) RECTRAIN_RETURN_IF_ERROR(binder.ApplySet(s));
+  LoadedConfig out;
+  out.config = BindTrainConfig(binder);
+  RECTRAIN_RETURN_IF_ERROR(binder.Finish());
+  out.resolved_yaml = binder.ResolvedYaml();
+  out.hash = HashBytes(out.resolved_yaml, 0);
+  return out;
+}
+
+Result<LoadedConfig> LoadTrainConfig(const std::string& path, const std::vector<std::string>& sets) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return LoadTrainConfigFromString(ss.str(), path, sets);
+}
+
+}  // namespace rectrain::config

@@ -1,0 +1,91 @@
+// rectrain/config/train_config.h: the schema of a training run's YAML config (TrainConfig) and
+// its strict binding. Every key, its default and its range are documented in docs/config.md;
+// keep the two in sync (tests/examples_test.cc parses every example config).
+//
+// The config aggregates the contracts of the modules a run touches: data::DataConfig and
+// data::ReadOptions (data.*, features.*), nn::ModelConfig (model.*), the embedding table
+// template embedding::EmbeddingTableConfig (embedding.*), the dense optimizer and its
+// learning-rate schedule (optimizer.*), and the trainer's own settings (train.*, eval.*).
+//
+// Thread safety: pure functions over value types.
+//
+// Example:
+//   RECTRAIN_ASSIGN_OR_RETURN(LoadedConfig c, LoadTrainConfig("examples/deepfm.yaml",
+//                                                             {"model.hidden=[256,128]"}));
+//   WriteFile(run_dir + "/config.yaml", c.resolved_yaml);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/config/binder.h"
+#include "rectrain/data/reader.h"
+#include "rectrain/embedding/embedding_table.h"
+#include "rectrain/nn/model_config.h"
+#include "rectrain/optim/lr_schedule.h"
+#include "rectrain/optim/optimizer.h"
+
+namespace rectrain::config {
+
+struct EarlyStoppingConfig {
+  std::string metric = "auc";  // auc (higher is better) | logloss (lower is better)
+  int64_t patience = 0;        // evaluations without improvement before stopping; 0 = off
+  double min_delta = 0.0;      // an improvement must exceed this
+};
+
+struct TrainerSettings {
+  int64_t epochs = 1;
+  int64_t max_steps = 0;               // 0 = no limit (epochs decide)
+  int64_t eval_every_steps = 0;        // 0 = evaluate only at the end of each epoch
+  int64_t checkpoint_every_steps = 0;  // 0 = checkpoint only at the end (and on SIGINT/SIGTERM)
+  int64_t keep_checkpoints = 3;
+  int64_t log_every_steps = 100;
+  EarlyStoppingConfig early_stopping;
+};
+
+struct EvalSettings {
+  bool gauc = false;       // group AUC over data.group_key
+  int64_t batch_size = 0;  // 0 = data.batch_size
+};
+
+struct TrainConfig {
+  uint64_t seed = 42;
+  bool deterministic = false;
+  int threads = 2;                       // compute threads (the one OpenMP pool)
+  data::DataConfig data;                 // files left empty; see train_files / valid_files
+  std::vector<std::string> train_files;  // data.train
+  std::vector<std::string> valid_files;  // data.valid (may be empty: no evaluation)
+  data::ReadOptions read;                // batch_size, shuffle, buffers, reader threads
+  nn::ModelConfig model;
+  embedding::EmbeddingTableConfig embedding;  // template for every table of the model
+  float embedding_lr = 0.05f;                 // embedding.optimizer.lr (sparse rules)
+  optim::DenseOptimizerConfig optimizer;
+  optim::LrScheduleConfig lr_schedule;        // optimizer.lr, warmup_steps, decay, ...
+  TrainerSettings train;
+  EvalSettings eval;
+
+  // The schedule of the sparse learning rate: optimizer.* warm-up and decay applied to
+  // embedding.optimizer.lr (min_lr scaled by the same ratio).
+  optim::LrScheduleConfig SparseLrSchedule() const;
+};
+
+// Binds every key of the schema from `binder`, recording type/range/consistency errors in
+// it; the caller then calls binder.Finish() (which also reports unknown keys).
+TrainConfig BindTrainConfig(ConfigBinder& binder);
+
+struct LoadedConfig {
+  TrainConfig config;
+  std::string resolved_yaml;  // every key with its effective value
+  uint64_t hash = 0;          // HashBytes(resolved_yaml): identifies the configuration
+};
+
+// Parses `text`, applies the `--set` overrides in order, binds and finishes. Every config
+// error is reported together in one InvalidArgument (see binder.h for the format).
+Result<LoadedConfig> LoadTrainConfigFromString(std::string_view text, const std::string& source,
+                                               const std::vector<std::string>& sets);
+// Same, reading `path` (NotFound if unreadable).
+Result<LoadedConfig> LoadTrainConfig(const std::string& path, const std::vector<std::string>& sets);
+
+}  // namespace rectrain::config
