@@ -121,7 +121,8 @@ void ParseChunk(const FileInfo& f, const ChunkRef& ref, int64_t max_bad_rows, bo
   out->line_too_long = false;
   const bool first = ref.begin == f.data_start;
   const int64_t read_from = first ? ref.begin : ref.begin - 1;
-  int64_t read_to = std::min(f.size, ref.end + kReadSlack);
+  int64_t read_to =
+      std::min(f.size, ref.end + std::min(kReadSlack, std::max<int64_t>(ref.end - ref.begin, 256)));
   buf->Resize(read_to - read_from, 0);
   if (Status s = ReadExact(f, read_from, read_to - read_from, buf->data()); !s.ok()) {
     out->fatal = s;
