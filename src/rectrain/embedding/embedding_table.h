@@ -67,6 +67,7 @@ struct TableStats {
   int64_t lookups = 0;          // ids pulled
   int64_t oov_lookups = 0;      // ids that read the OOV row
   int64_t pending_ids = 0;      // ids seen but not yet admitted (counting toward min_count)
+  int64_t pending_resets = 0;   // times a shard dropped its pending counts to stay in budget
 };
 
 class EmbeddingTable {

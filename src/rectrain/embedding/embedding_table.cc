@@ -1,0 +1,783 @@
+// The in-process sharded embedding table behind MakeEmbeddingTable. Design: docs/embedding.md;
+// checkpoint layout: docs/formats/checkpoint-embedding.md.
+#include "rectrain/embedding/embedding_table.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "rectrain/base/random.h"
+#include "rectrain/embedding/internal/checkpoint_io.h"
+#include "rectrain/embedding/internal/flat_map.h"
+#include "rectrain/embedding/internal/initializer.h"
+#include "rectrain/embedding/internal/row_slab.h"
+
+namespace rectrain::embedding {
+namespace {
+
+using internal::CheckpointReader;
+using internal::CheckpointWriter;
+using internal::FlatMap;
+using internal::RowInitializer;
+using internal::RowSlab;
+
+// Row layout (floats): [meta (4) | weights (dim) | optimizer state (width) | pad to 4].
+// meta = {u64 id, u32 update count, u32 last-access tick}. Freed rows carry kFreeTick.
+constexpr int64_t kMetaFloats = 4;
+constexpr uint32_t kFreeTick = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kMaxTick = kFreeTick - 1;
+constexpr int64_t kPrefetchDistance = 16;
+// Below this many ids a call runs on the calling thread: waking the pool costs more.
+constexpr int64_t kMinIdsForThreads = 4096;
+constexpr int kMaxShards = 1 << 16;
+// Rows per checkpoint block (each block carries its own CRC).
+constexpr uint32_t kRowsPerBlock = 4096;
+constexpr char kMagic[8] = {'R', 'T', 'E', 'M', 'B', 'T', 'B', '1'};
+constexpr char kEndMagic[8] = {'R', 'T', 'E', 'M', 'B', 'E', 'N', 'D'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kMaxOptimizerName = 64;
+
+inline uint64_t RowId(const float* row) {
+  uint64_t v;
+  std::memcpy(&v, row, 8);
+  return v;
+}
+inline uint32_t RowUpdates(const float* row) {
+  uint32_t v;
+  std::memcpy(&v, row + 2, 4);
+  return v;
+}
+inline uint32_t RowTick(const float* row) {
+  uint32_t v;
+  std::memcpy(&v, row + 3, 4);
+  return v;
+}
+inline void SetRowId(float* row, uint64_t v) { std::memcpy(row, &v, 8); }
+inline void SetRowUpdates(float* row, uint32_t v) { std::memcpy(row + 2, &v, 4); }
+inline void SetRowTick(float* row, uint32_t v) { std::memcpy(row + 3, &v, 4); }
+
+struct Shard {
+  Shard(int64_t stride_floats, int64_t first_block_rows) : slab(stride_floats, first_block_rows) {}
+
+  FlatMap<float*> index;     // admitted id -> row
+  FlatMap<uint32_t> pending;  // not-yet-admitted id -> sightings
+  RowSlab slab;
+
+  // Per-call state (reset at the start of each call that uses it).
+  std::vector<float> oov_grad;
+  bool oov_touched = false;
+  bool recycled = false;  // a row touched in this call was evicted and may have been reused
+  int64_t admissions = 0;
+  int64_t evictions = 0;
+  int64_t oov_lookups = 0;
+  int64_t pending_resets = 0;
+};
+
+template <typename T>
+std::string Str(T v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+struct CheckpointHeader {
+  uint32_t dim = 0;
+  uint32_t state_width = 0;
+  uint64_t row_count = 0;
+  uint64_t pending_count = 0;
+  uint32_t tick = 0;
+  int64_t admissions = 0, evictions = 0, lookups = 0, oov_lookups = 0;
+  std::string optimizer;
+};
+
+class ShardedEmbeddingTable final : public EmbeddingTable {
+ public:
+  ShardedEmbeddingTable(const EmbeddingTableConfig& config,
+                        std::unique_ptr<optim::SparseOptimizer> optimizer, RowInitializer init)
+      : config_(config), optimizer_(std::move(optimizer)), init_(init) {
+    dim_ = config.dim;
+    width_ = optimizer_->StateWidth(dim_);
+    stride_ = (kMetaFloats + dim_ + width_ + 3) / 4 * 4;
+    stride_bytes_ = stride_ * 4;
+    shard_bits_ = std::countr_zero(static_cast<unsigned>(config.num_shards));
+    budgeted_ = config.memory_budget_bytes > 0;
+    evict_ = config.on_budget == "evict";
+    oov_bytes_ = static_cast<int64_t>(dim_ + width_) * 4;
+    if (budgeted_) shard_budget_ = (config.memory_budget_bytes - oov_bytes_) / config.num_shards;
+    const int64_t per_shard = ReserveRowsPerShard(config.expected_rows);
+    for (int s = 0; s < config.num_shards; ++s) {
+      shards_.push_back(std::make_unique<Shard>(stride_, std::max<int64_t>(per_shard, 64)));
+      if (per_shard > 0) shards_.back()->index.Reserve(per_shard);
+    }
+    oov_.resize(dim_ + width_);
+    init_.Fill(~uint64_t{0} - 0x4f4f56 /* the OOV row's own stream */, {oov_.data(), size_t(dim_)});
+    optimizer_->InitState({oov_.data(), size_t(dim_)}, {oov_.data() + dim_, size_t(width_)});
+    shard_status_.resize(config.num_shards);
+    RefreshStats();
+  }
+
+  // Smallest budget that holds every shard's empty index and pending map plus 4 rows each.
+  static int64_t MinimumBudget(const EmbeddingTableConfig& c, int width) {
+    const int64_t stride_bytes = (kMetaFloats + c.dim + width + 3) / 4 * 4 * 4;
+    const int64_t empty_maps = FlatMap<float*>().bytes() + FlatMap<uint32_t>().bytes();
+    return int64_t{c.num_shards} * (empty_maps + 4 * stride_bytes) + int64_t{c.dim + width} * 4;
+  }
+
+  const EmbeddingTableConfig& config() const override { return config_; }
+
+  Status Pull(std::span<const uint64_t> ids, PullMode mode, std::span<float> out,
+              const ComputeContext& compute) override {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (static_cast<int64_t>(out.size()) != n * dim_) {
+      return InvalidArgumentError("embedding table '" + config_.name + "': Pull got " + Str(n) +
+                                  " ids but an output of " + Str(out.size()) +
+                                  " floats; expected ids × dim = " + Str(n * dim_));
+    }
+    RECTRAIN_RETURN_IF_ERROR(Partition(ids));
+    if (mode == PullMode::kTrain && tick_ < kMaxTick) ++tick_;
+    const ComputeContext cc{n >= kMinIdsForThreads ? compute.num_threads : 1};
+    ParallelForEach(cc, config_.num_shards, 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t s = begin; s < end; ++s) {
+        shard_status_[s] = PullShard(static_cast<int>(s), ids, mode, out.data());
+      }
+    });
+    lookups_.fetch_add(n, std::memory_order_relaxed);
+    return FinishCall();
+  }
+
+  Status Push(std::span<const uint64_t> ids, std::span<const float> grads,
+              const optim::StepContext& step, const ComputeContext& compute) override {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (static_cast<int64_t>(grads.size()) != n * dim_) {
+      return InvalidArgumentError("embedding table '" + config_.name + "': Push got " + Str(n) +
+                                  " ids but " + Str(grads.size()) +
+                                  " gradient floats; expected ids × dim = " + Str(n * dim_));
+    }
+    RECTRAIN_RETURN_IF_ERROR(Partition(ids));
+    const ComputeContext cc{n >= kMinIdsForThreads ? compute.num_threads : 1};
+    ParallelForEach(cc, config_.num_shards, 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t s = begin; s < end; ++s) PushShard(static_cast<int>(s), ids, grads.data(), step);
+    });
+    // Non-admitted ids share the OOV row: their gradients are summed (in shard order, so the
+    // result does not depend on the thread count) and applied as one update per Push.
+    bool any = false;
+    oov_grad_.assign(dim_, 0.0f);
+    for (auto& shard : shards_) {
+      if (!shard->oov_touched) continue;
+      any = true;
+      for (int d = 0; d < dim_; ++d) oov_grad_[d] += shard->oov_grad[d];
+    }
+    if (any) {
+      optimizer_->UpdateRow(step, oov_updates_, {oov_.data(), size_t(dim_)},
+                            {oov_.data() + dim_, size_t(width_)}, oov_grad_);
+      if (oov_updates_ < std::numeric_limits<uint32_t>::max()) ++oov_updates_;
+    }
+    return OkStatus();
+  }
+
+  TableStats Stats() const override {
+    TableStats s;
+    s.rows = rows_.load(std::memory_order_relaxed);
+    s.bytes = bytes_.load(std::memory_order_relaxed);
+    s.admissions = admissions_.load(std::memory_order_relaxed);
+    s.evictions = evictions_.load(std::memory_order_relaxed);
+    s.lookups = lookups_.load(std::memory_order_relaxed);
+    s.oov_lookups = oov_lookups_.load(std::memory_order_relaxed);
+    s.pending_ids = pending_ids_.load(std::memory_order_relaxed);
+    s.pending_resets = pending_resets_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  Status Save(const std::string& path) const override;
+  Status Load(const std::string& path) override;
+
+ private:
+  int64_t ReserveRowsPerShard(int64_t expected_rows) const {
+    if (expected_rows <= 0) return 0;
+    // 10% headroom over the mean: hashing spreads ids evenly, but not exactly.
+    int64_t per_shard = expected_rows / config_.num_shards + expected_rows / config_.num_shards / 10 + 16;
+    if (budgeted_) per_shard = std::min(per_shard, shard_budget_ / (stride_bytes_ + 22));
+    return per_shard;
+  }
+
+  int ShardOf(uint64_t h) const {
+    return shard_bits_ == 0 ? 0 : static_cast<int>(h >> (64 - shard_bits_));
+  }
+
+  int64_t ShardBytes(const Shard& sh) const {
+    return sh.slab.touched_bytes() + sh.index.bytes() + sh.pending.bytes();
+  }
+
+  // Counting sort of the ids by shard: order_[k] is an index into ids, hashes_[k] its Mix64.
+  Status Partition(std::span<const uint64_t> ids) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (n > std::numeric_limits<uint32_t>::max()) {
+      return InvalidArgumentError("embedding table '" + config_.name + "': " + Str(n) +
+                                  " ids in one call; at most 2^32-1 are supported");
+    }
+    const int num_shards = config_.num_shards;
+    shard_begin_.assign(num_shards + 1, 0);
+    if (tmp_hash_.size() < static_cast<size_t>(n)) {
+      tmp_hash_.resize(n);
+      hashes_.resize(n);
+      order_.resize(n);
+      rows_scratch_.resize(n);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t h = Mix64(ids[i]);
+      tmp_hash_[i] = h;
+      ++shard_begin_[ShardOf(h) + 1];
+    }
+    for (int s = 0; s < num_shards; ++s) shard_begin_[s + 1] += shard_begin_[s];
+    cursor_.assign(shard_begin_.begin(), shard_begin_.end() - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t h = tmp_hash_[i];
+      const int64_t pos = cursor_[ShardOf(h)]++;
+      order_[pos] = static_cast<uint32_t>(i);
+      hashes_[pos] = h;
+    }
+    return OkStatus();
+  }
+
+  void PrefetchRow(const float* row) const {
+    const char* p = reinterpret_cast<const char*>(row);
+    for (int64_t off = 0; off < std::min<int64_t>(stride_bytes_, 256); off += 64) {
+      __builtin_prefetch(p + off);
+    }
+  }
+
+  Status PullShard(int s, std::span<const uint64_t> ids, PullMode mode, float* out) {
+    Shard& sh = *shards_[s];
+    const int64_t begin = shard_begin_[s];
+    const int64_t end = shard_begin_[s + 1];
+    if (begin == end) return OkStatus();
+    sh.recycled = false;
+    const bool train = mode == PullMode::kTrain;
+    // Phase 1: look every id up (index slots prefetched ahead), admitting new ids in kTrain.
+    for (int64_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance < end) sh.index.Prefetch(hashes_[j + kPrefetchDistance]);
+      const uint64_t id = ids[order_[j]];
+      float* row = sh.index.Find(id, hashes_[j]);
+      if (row == nullptr && train) {
+        Result<float*> admitted = Admit(s, sh, id, hashes_[j]);
+        if (!admitted.ok()) return admitted.status();
+        row = *admitted;
+      }
+      rows_scratch_[j] = row;
+    }
+    // Phase 2: copy rows out (rows prefetched ahead) and mark them used.
+    const size_t row_bytes = static_cast<size_t>(dim_) * 4;
+    for (int64_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance / 2 < end && rows_scratch_[j + kPrefetchDistance / 2]) {
+        PrefetchRow(rows_scratch_[j + kPrefetchDistance / 2]);
+      }
+      const uint32_t pos = order_[j];
+      float* row = rows_scratch_[j];
+      // An eviction in phase 1 may have recycled a row found earlier in this call.
+      if (row != nullptr && sh.recycled && RowId(row) != ids[pos]) row = nullptr;
+      float* dst = out + static_cast<int64_t>(pos) * dim_;
+      if (row == nullptr) {
+        std::memcpy(dst, oov_.data(), row_bytes);
+        ++sh.oov_lookups;
+      } else {
+        std::memcpy(dst, row + kMetaFloats, row_bytes);
+        if (train) SetRowTick(row, tick_);
+      }
+    }
+    return OkStatus();
+  }
+
+  void PushShard(int s, std::span<const uint64_t> ids, const float* grads,
+                 const optim::StepContext& step) {
+    Shard& sh = *shards_[s];
+    sh.oov_touched = false;
+    const int64_t begin = shard_begin_[s];
+    const int64_t end = shard_begin_[s + 1];
+    for (int64_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance < end) sh.index.Prefetch(hashes_[j + kPrefetchDistance]);
+      rows_scratch_[j] = sh.index.Find(ids[order_[j]], hashes_[j]);
+    }
+    const size_t dim = static_cast<size_t>(dim_);
+    const size_t width = static_cast<size_t>(width_);
+    for (int64_t j = begin; j < end; ++j) {
+      if (j + kPrefetchDistance / 2 < end) {
+        const int64_t ahead = j + kPrefetchDistance / 2;
+        if (rows_scratch_[ahead]) PrefetchRow(rows_scratch_[ahead]);
+        __builtin_prefetch(grads + static_cast<int64_t>(order_[ahead]) * dim_);
+      }
+      const float* g = grads + static_cast<int64_t>(order_[j]) * dim_;
+      float* row = rows_scratch_[j];
+      if (row == nullptr) {
+        if (!sh.oov_touched) {
+          sh.oov_grad.assign(dim, 0.0f);
+          sh.oov_touched = true;
+        }
+        for (size_t d = 0; d < dim; ++d) sh.oov_grad[d] += g[d];
+        continue;
+      }
+      const uint32_t updates = RowUpdates(row);
+      optimizer_->UpdateRow(step, updates, {row + kMetaFloats, dim},
+                            {row + kMetaFloats + dim, width}, {g, dim});
+      if (updates < std::numeric_limits<uint32_t>::max()) SetRowUpdates(row, updates + 1);
+    }
+  }
+
+  // kTrain miss: counts a sighting; returns the new row once the id reaches min_count, or
+  // nullptr while it is pending (it reads and trains the OOV row meanwhile).
+  Result<float*> Admit(int s, Shard& sh, uint64_t id, uint64_t h) {
+    if (config_.min_count > 1) {
+      uint32_t* count = sh.pending.FindMutable(id, h);
+      if (count == nullptr) {
+        RECTRAIN_RETURN_IF_ERROR(EnsurePendingRoom(s, sh));
+        sh.pending.Insert(id, h, 1);
+        return static_cast<float*>(nullptr);
+      }
+      if (*count + int64_t{1} < config_.min_count) {
+        ++*count;
+        return static_cast<float*>(nullptr);
+      }
+      sh.pending.Erase(id, h);
+    }
+    RECTRAIN_ASSIGN_OR_RETURN(float* row, NewRow(s, sh, id, h, tick_));
+    init_.Fill(id, {row + kMetaFloats, size_t(dim_)});
+    optimizer_->InitState({row + kMetaFloats, size_t(dim_)},
+                          {row + kMetaFloats + dim_, size_t(width_)});
+    ++sh.admissions;
+    return row;
+  }
+
+  // Allocates and indexes a row for id (contents: meta set, rest uninitialised; padding zeroed).
+  Result<float*> NewRow(int s, Shard& sh, uint64_t id, uint64_t h, uint32_t tick) {
+    RECTRAIN_RETURN_IF_ERROR(EnsureRowRoom(s, sh));
+    float* row = sh.slab.Allocate();
+    if (row == nullptr) {
+      return ResourceExhaustedError("embedding table '" + config_.name +
+                                    "': out of memory allocating rows; set "
+                                    "embedding.memory_budget to bound the table");
+    }
+    SetRowId(row, id);
+    SetRowUpdates(row, 0);
+    SetRowTick(row, tick);
+    for (int64_t f = kMetaFloats + dim_ + width_; f < stride_; ++f) row[f] = 0.0f;
+    sh.index.Insert(id, h, row);
+    return row;
+  }
+
+  Status BudgetError(int s, const Shard& sh) const {
+    return ResourceExhaustedError(
+        "embedding table '" + config_.name + "' is over its memory budget of " +
+        Str(config_.memory_budget_bytes) + " bytes (embedding.memory_budget): shard " + Str(s) +
+        " of " + Str(config_.num_shards) + " holds " + Str(sh.index.size()) + " rows and " +
+        Str(sh.pending.size()) + " pending ids in " + Str(ShardBytes(sh)) + " of its " +
+        Str(shard_budget_) +
+        " bytes; raise embedding.memory_budget or set embedding.on_budget to evict");
+  }
+
+  // Makes room for one more row in the shard: grows the index or evicts under the budget.
+  Status EnsureRowRoom(int s, Shard& sh) {
+    for (;;) {
+      const bool grow = sh.index.NeedsGrow();
+      if (!budgeted_) {
+        if (grow) sh.index.Grow();
+        return OkStatus();
+      }
+      const int64_t extra = (grow ? sh.index.GrowBytes() : 0) +
+                            (sh.slab.NeedsFreshRow() ? stride_bytes_ : 0);
+      if (ShardBytes(sh) + extra <= shard_budget_) {
+        if (grow) sh.index.Grow();
+        return OkStatus();
+      }
+      if (!evict_ || sh.index.size() == 0) return BudgetError(s, sh);
+      EvictBatch(sh);
+    }
+  }
+
+  Status EnsurePendingRoom(int s, Shard& sh) {
+    if (!sh.pending.NeedsGrow()) return OkStatus();
+    if (!budgeted_ || ShardBytes(sh) + sh.pending.GrowBytes() <= shard_budget_) {
+      sh.pending.Grow();
+      return OkStatus();
+    }
+    if (!evict_) return BudgetError(s, sh);
+    // Under budget pressure the sighting counts are forgotten (ids restart counting).
+    sh.pending.Clear();
+    ++sh.pending_resets;
+    return OkStatus();
+  }
+
+  // Evicts the ~1/16 least recently used rows of the shard (exactly the k oldest by last-access
+  // tick; ties broken in memory order). The k-th smallest tick is found by a 3-digit radix
+  // select over sequential scans of the slab, so no per-row scratch memory is needed.
+  void EvictBatch(Shard& sh) {
+    const int64_t k = std::max<int64_t>(1, sh.index.size() / 16);
+    uint32_t prefix = 0;
+    int prefix_bits = 0;
+    int64_t rank = k;  // 1-based rank of the threshold tick among live rows
+    constexpr int kDigitBits[3] = {11, 11, 10};
+    for (int digit_bits : kDigitBits) {
+      uint32_t hist[2048] = {};
+      const int shift = 32 - prefix_bits - digit_bits;
+      const uint32_t digit_mask = (1u << digit_bits) - 1;
+      sh.slab.ForEachCarved([&](const float* row) {
+        const uint32_t t = RowTick(row);
+        if (t == kFreeTick) return;
+        if (prefix_bits > 0 && (t >> (32 - prefix_bits)) != prefix) return;
+        ++hist[(t >> shift) & digit_mask];
+      });
+      uint32_t digit = 0;
+      while (digit < digit_mask && rank > hist[digit]) rank -= hist[digit++];
+      prefix = (prefix << digit_bits) | digit;
+      prefix_bits += digit_bits;
+    }
+    const uint32_t threshold = prefix;
+    int64_t ties = rank;
+    sh.slab.ForEachCarved([&](float* row) {
+      const uint32_t t = RowTick(row);
+      if (t == kFreeTick || t > threshold) return;
+      if (t == threshold) {
+        if (ties == 0) return;
+        --ties;
+      }
+      if (t == tick_) sh.recycled = true;
+      const uint64_t id = RowId(row);
+      sh.index.Erase(id, Mix64(id));
+      SetRowTick(row, kFreeTick);
+      sh.slab.Free(row);
+      ++sh.evictions;
+    });
+  }
+
+  // Collects per-shard results after a parallel call; returns the first error in shard order.
+  Status FinishCall() {
+    Status first;
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      if (first.ok() && !shard_status_[s].ok()) first = shard_status_[s];
+      shard_status_[s] = OkStatus();
+    }
+    RefreshStats();
+    return first;
+  }
+
+  void RefreshStats() {
+    int64_t rows = 0, bytes = oov_bytes_, pending = 0;
+    int64_t admissions = 0, evictions = 0, oov = 0, resets = 0;
+    for (auto& sh : shards_) {
+      rows += sh->index.size();
+      bytes += ShardBytes(*sh);
+      pending += sh->pending.size();
+      admissions += sh->admissions;
+      evictions += sh->evictions;
+      oov += sh->oov_lookups;
+      resets += sh->pending_resets;
+      sh->admissions = sh->evictions = sh->oov_lookups = sh->pending_resets = 0;
+    }
+    rows_.store(rows, std::memory_order_relaxed);
+    bytes_.store(bytes, std::memory_order_relaxed);
+    pending_ids_.store(pending, std::memory_order_relaxed);
+    admissions_.fetch_add(admissions, std::memory_order_relaxed);
+    evictions_.fetch_add(evictions, std::memory_order_relaxed);
+    oov_lookups_.fetch_add(oov, std::memory_order_relaxed);
+    pending_resets_.fetch_add(resets, std::memory_order_relaxed);
+  }
+
+  // Reads a checkpoint. With apply == false it only validates (every checksum, every count);
+  // with apply == true it also replaces the table's contents.
+  Status ReadCheckpoint(const std::string& path, bool apply);
+
+  const EmbeddingTableConfig config_;
+  const std::unique_ptr<optim::SparseOptimizer> optimizer_;
+  const RowInitializer init_;
+  int dim_ = 0;
+  int width_ = 0;
+  int64_t stride_ = 0;  // floats per row
+  int64_t stride_bytes_ = 0;
+  int shard_bits_ = 0;
+  bool budgeted_ = false;
+  bool evict_ = true;
+  int64_t shard_budget_ = 0;
+  int64_t oov_bytes_ = 0;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<float> oov_;  // weights | state of the shared OOV row
+  uint32_t oov_updates_ = 0;
+  uint32_t tick_ = 0;  // incremented by every kTrain Pull; rows store it as last access
+
+  // Per-call scratch, reused across calls (never shrunk).
+  std::vector<uint64_t> tmp_hash_;
+  std::vector<uint64_t> hashes_;
+  std::vector<uint32_t> order_;
+  std::vector<float*> rows_scratch_;
+  std::vector<int64_t> shard_begin_;
+  std::vector<int64_t> cursor_;
+  std::vector<Status> shard_status_;
+  std::vector<float> oov_grad_;
+
+  std::atomic<int64_t> rows_{0}, bytes_{0}, admissions_{0}, evictions_{0}, lookups_{0},
+      oov_lookups_{0}, pending_ids_{0}, pending_resets_{0};
+};
+
+Status ShardedEmbeddingTable::Save(const std::string& path) const {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> w, CheckpointWriter::Open(path));
+  const std::string opt_name = optimizer_->name();
+  uint64_t row_count = 0, pending_count = 0;
+  for (const auto& sh : shards_) {
+    row_count += sh->index.size();
+    pending_count += sh->pending.size();
+  }
+  // Header.
+  w->Write(kMagic, sizeof(kMagic));
+  w->Put<uint32_t>(kFormatVersion);
+  w->Put<uint32_t>(dim_);
+  w->Put<uint32_t>(width_);
+  w->Put<uint32_t>(static_cast<uint32_t>(opt_name.size()));
+  w->Put<uint64_t>(row_count);
+  w->Put<uint64_t>(pending_count);
+  w->Put<uint32_t>(tick_);
+  w->Put<uint32_t>(0);  // reserved
+  w->Put<int64_t>(admissions_.load());
+  w->Put<int64_t>(evictions_.load());
+  w->Put<int64_t>(lookups_.load());
+  w->Put<int64_t>(oov_lookups_.load());
+  w->Write(opt_name.data(), opt_name.size());
+  w->WriteCrc();
+  // OOV row.
+  w->Put<uint32_t>(oov_updates_);
+  w->Write(oov_.data(), oov_.size() * 4);
+  w->WriteCrc();
+  // Rows, in blocks of kRowsPerBlock.
+  const size_t payload = static_cast<size_t>(dim_ + width_) * 4;
+  uint64_t left = row_count;
+  uint32_t in_block = 0;
+  for (const auto& sh : shards_) {
+    sh->index.ForEach([&](uint64_t id, float* row) {
+      if (in_block == 0) {
+        in_block = static_cast<uint32_t>(std::min<uint64_t>(left, kRowsPerBlock));
+        w->Put<uint32_t>(in_block);
+      }
+      w->Put<uint64_t>(id);
+      w->Put<uint32_t>(RowUpdates(row));
+      w->Put<uint32_t>(RowTick(row));
+      w->Write(row + kMetaFloats, payload);
+      --left;
+      if (--in_block == 0) w->WriteCrc();
+    });
+  }
+  // Pending sighting counts.
+  left = pending_count;
+  in_block = 0;
+  for (const auto& sh : shards_) {
+    sh->pending.ForEach([&](uint64_t id, uint32_t count) {
+      if (in_block == 0) {
+        in_block = static_cast<uint32_t>(std::min<uint64_t>(left, kRowsPerBlock));
+        w->Put<uint32_t>(in_block);
+      }
+      w->Put<uint64_t>(id);
+      w->Put<uint32_t>(count);
+      --left;
+      if (--in_block == 0) w->WriteCrc();
+    });
+  }
+  w->Write(kEndMagic, sizeof(kEndMagic));
+  RECTRAIN_RETURN_IF_ERROR(w->Commit()) << "while saving embedding table '" << config_.name << "'";
+  return OkStatus();
+}
+
+Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
+  auto data_loss = [&](const std::string& what) {
+    return DataLossError("embedding checkpoint " + path + ": " + what);
+  };
+  char magic[8];
+  RECTRAIN_RETURN_IF_ERROR(r->Read(magic, sizeof(magic), "the header"));
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return data_loss("bad magic: not an embedding table checkpoint (or a corrupt one)");
+  }
+  uint32_t version = 0, name_len = 0, reserved = 0;
+  CheckpointHeader h;
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&version, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.dim, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.state_width, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&name_len, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.row_count, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.pending_count, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.tick, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&reserved, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.admissions, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.evictions, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.lookups, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.oov_lookups, "the header"));
+  if (name_len > kMaxOptimizerName) {
+    return data_loss("optimizer name length " + Str(name_len) + " exceeds " +
+                     Str(kMaxOptimizerName) + " (corrupt header)");
+  }
+  h.optimizer.resize(name_len);
+  RECTRAIN_RETURN_IF_ERROR(r->Read(h.optimizer.data(), name_len, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r->CheckCrc("the header"));
+  if (version != kFormatVersion) {
+    return InvalidArgumentError("embedding checkpoint " + path + " has format version " +
+                                Str(version) + "; this build reads version " +
+                                Str(kFormatVersion));
+  }
+  if (h.dim != static_cast<uint32_t>(dim_)) {
+    return InvalidArgumentError("embedding checkpoint " + path + " has dim " + Str(h.dim) +
+                                " but table '" + config_.name + "' has dim " + Str(dim_) +
+                                " (embedding.dim)");
+  }
+  if (h.optimizer != optimizer_->name() || h.state_width != static_cast<uint32_t>(width_)) {
+    return InvalidArgumentError("embedding checkpoint " + path + " was written with sparse optimizer '" +
+                                h.optimizer + "' (state width " + Str(h.state_width) +
+                                ") but table '" + config_.name + "' uses '" + optimizer_->name() +
+                                "' (state width " + Str(width_) + ")");
+  }
+  const size_t payload = static_cast<size_t>(dim_ + width_) * 4;
+  std::vector<float> values(dim_ + width_);
+  uint32_t oov_updates = 0;
+  RECTRAIN_RETURN_IF_ERROR(r->Get(&oov_updates, "the OOV row"));
+  RECTRAIN_RETURN_IF_ERROR(r->Read(values.data(), payload, "the OOV row"));
+  RECTRAIN_RETURN_IF_ERROR(r->CheckCrc("the OOV row"));
+
+  if (apply) {
+    oov_ = values;
+    oov_updates_ = oov_updates;
+    tick_ = h.tick;
+    const int64_t per_shard = ReserveRowsPerShard(static_cast<int64_t>(h.row_count));
+    for (auto& sh : shards_) {
+      sh->index.Clear();
+      sh->pending.Clear();
+      sh->slab.Reset();
+      if (per_shard > 0) sh->index.Reserve(per_shard);
+    }
+  }
+  auto read_blocks = [&](uint64_t total, const char* what, auto&& read_record) -> Status {
+    uint64_t left = total;
+    int64_t block_idx = 0;
+    while (left > 0) {
+      const std::string where = std::string(what) + " block " + Str(block_idx);
+      uint32_t n = 0;
+      RECTRAIN_RETURN_IF_ERROR(r->Get(&n, where.c_str()));
+      const uint64_t expected = std::min<uint64_t>(left, kRowsPerBlock);
+      if (n != expected) {
+        return data_loss(where + " holds " + Str(n) + " records; expected " + Str(expected) +
+                         " (corrupt block header at byte " + Str(r->offset() - 4) + ")");
+      }
+      for (uint32_t i = 0; i < n; ++i) RECTRAIN_RETURN_IF_ERROR(read_record(where));
+      RECTRAIN_RETURN_IF_ERROR(r->CheckCrc(where.c_str()));
+      left -= n;
+      ++block_idx;
+    }
+    return OkStatus();
+  };
+  struct Pending {
+    uint64_t id;
+    uint32_t count;
+  };
+  auto read_row = [&](const std::string& where) -> Status {
+    uint64_t id = 0;
+    uint32_t updates = 0, tick = 0;
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&id, where.c_str()));
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&updates, where.c_str()));
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&tick, where.c_str()));
+    RECTRAIN_RETURN_IF_ERROR(r->Read(values.data(), payload, where.c_str()));
+    if (!apply) return OkStatus();
+    const uint64_t hash = Mix64(id);
+    const int s = ShardOf(hash);
+    Shard& sh = *shards_[s];
+    if (sh.index.Find(id, hash) != nullptr) return data_loss("id " + Str(id) + " appears twice");
+    RECTRAIN_ASSIGN_OR_RETURN(float* row, NewRow(s, sh, id, hash, std::min(tick, kMaxTick)));
+    SetRowUpdates(row, updates);
+    std::memcpy(row + kMetaFloats, values.data(), payload);
+    return OkStatus();
+  };
+  auto read_pending = [&](const std::string& where) -> Status {
+    Pending p{};
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&p.id, where.c_str()));
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&p.count, where.c_str()));
+    if (p.count == 0) return data_loss(where + ": pending id with a count of 0");
+    if (!apply || config_.min_count <= 1) return OkStatus();  // no admission counting here
+    const uint64_t hash = Mix64(p.id);
+    const int s = ShardOf(hash);
+    Shard& sh = *shards_[s];
+    if (sh.pending.Find(p.id, hash) != 0) return data_loss("pending id " + Str(p.id) + " appears twice");
+    RECTRAIN_RETURN_IF_ERROR(EnsurePendingRoom(s, sh));
+    sh.pending.Insert(p.id, hash, p.count);
+    return OkStatus();
+  };
+  if (Status st = read_blocks(h.row_count, "rows", read_row); !st.ok()) return st;
+  if (Status st = read_blocks(h.pending_count, "pending ids", read_pending); !st.ok()) return st;
+  char end_magic[8];
+  RECTRAIN_RETURN_IF_ERROR(r->Read(end_magic, sizeof(end_magic), "the end marker"));
+  if (std::memcmp(end_magic, kEndMagic, sizeof(kEndMagic)) != 0) {
+    return data_loss("bad end marker at byte " + Str(r->offset() - 8));
+  }
+  RECTRAIN_RETURN_IF_ERROR(r->ExpectEnd());
+  if (apply) {
+    for (auto& sh : shards_) sh->admissions = sh->evictions = sh->oov_lookups = sh->pending_resets = 0;
+    admissions_.store(h.admissions);
+    evictions_.store(h.evictions);
+    lookups_.store(h.lookups);
+    oov_lookups_.store(h.oov_lookups);
+    RefreshStats();
+  }
+  return OkStatus();
+}
+
+Status ShardedEmbeddingTable::Load(const std::string& path) {
+  // Validate the whole file first so that a corrupt checkpoint leaves the table unchanged.
+  RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/false))
+      << "while loading embedding table '" << config_.name << "'";
+  RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/true))
+      << "while loading embedding table '" << config_.name << "'";
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EmbeddingTable>> MakeEmbeddingTable(const EmbeddingTableConfig& config) {
+  const std::string where = "embedding table '" + config.name + "': ";
+  if (config.dim < 1) {
+    return InvalidArgumentError(where + "embedding.dim must be >= 1, got " + Str(config.dim));
+  }
+  if (config.num_shards < 1 || config.num_shards > kMaxShards ||
+      (config.num_shards & (config.num_shards - 1)) != 0) {
+    return InvalidArgumentError(where + "embedding.num_shards must be a power of two in [1, " +
+                                Str(kMaxShards) + "], got " + Str(config.num_shards));
+  }
+  if (config.min_count < 1 || config.min_count > std::numeric_limits<uint32_t>::max()) {
+    return InvalidArgumentError(where + "embedding.min_count must be in [1, 2^32-1], got " +
+                                Str(config.min_count));
+  }
+  if (config.memory_budget_bytes < 0) {
+    return InvalidArgumentError(where + "embedding.memory_budget must be >= 0 (0 = unlimited), got " +
+                                Str(config.memory_budget_bytes));
+  }
+  if (config.on_budget != "evict" && config.on_budget != "error") {
+    return InvalidArgumentError(where + "embedding.on_budget is '" + config.on_budget +
+                                "'; valid values: evict, error");
+  }
+  if (config.expected_rows < 0) {
+    return InvalidArgumentError(where + "embedding.expected_rows must be >= 0, got " +
+                                Str(config.expected_rows));
+  }
+  auto optimizer = optim::MakeSparseOptimizer(config.optimizer);
+  if (!optimizer.ok()) return optimizer.status().WithContext(where.substr(0, where.size() - 2));
+  auto init = RowInitializer::Make(config.initializer, config.seed);
+  if (!init.ok()) return init.status().WithContext(where.substr(0, where.size() - 2));
+  const int width = (*optimizer)->StateWidth(config.dim);
+  if (config.memory_budget_bytes > 0) {
+    const int64_t minimum = ShardedEmbeddingTable::MinimumBudget(config, width);
+    if (config.memory_budget_bytes < minimum) {
+      return InvalidArgumentError(
+          where + "embedding.memory_budget of " + Str(config.memory_budget_bytes) +
+          " bytes is below the minimum of " + Str(minimum) + " bytes for embedding.num_shards " +
+          Str(config.num_shards) + " and dim " + Str(config.dim) +
+          " (empty index and 4 rows per shard); raise it or lower embedding.num_shards");
+    }
+  }
+  return std::unique_ptr<EmbeddingTable>(
+      std::make_unique<ShardedEmbeddingTable>(config, std::move(*optimizer), *init));
+}
+
+}  // namespace rectrain::embedding

@@ -1,0 +1,616 @@
+#include "rectrain/embedding/embedding_table.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "rectrain/base/random.h"
+#include "rectrain/embedding/internal/initializer.h"
+
+namespace rectrain::embedding {
+namespace {
+
+std::unique_ptr<EmbeddingTable> MustMake(const EmbeddingTableConfig& c) {
+  auto t = MakeEmbeddingTable(c);
+  RECTRAIN_CHECK(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+std::vector<float> PullVec(EmbeddingTable& t, const std::vector<uint64_t>& ids, PullMode mode,
+                           int threads = 1) {
+  std::vector<float> out(ids.size() * t.dim());
+  Status s = t.Pull(ids, mode, out, ComputeContext{threads});
+  RECTRAIN_CHECK(s.ok()) << s;
+  return out;
+}
+
+void PushVec(EmbeddingTable& t, const std::vector<uint64_t>& ids, const std::vector<float>& g,
+             int64_t step, float lr = 0.05f, int threads = 1) {
+  Status s = t.Push(ids, g, {.step = step, .learning_rate = lr}, ComputeContext{threads});
+  RECTRAIN_CHECK(s.ok()) << s;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("rectrain_emb_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+// Unique ids drawn from a skewed distribution (a hot head and a long tail), first-occurrence order.
+std::vector<uint64_t> RandomBatch(Rng& rng, int n, uint64_t universe) {
+  std::vector<uint64_t> ids;
+  std::unordered_set<uint64_t> seen;
+  while (static_cast<int>(ids.size()) < n) {
+    const double u = rng.Uniform();
+    const uint64_t id = static_cast<uint64_t>(std::pow(u, 3.0) * universe) * 7919 + 13;
+    if (seen.insert(id).second) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<float> RandomGrads(Rng& rng, size_t n) {
+  std::vector<float> g(n);
+  for (float& v : g) v = static_cast<float>(rng.Normal());
+  return g;
+}
+
+// The specification of Pull/Push as a plain map: rows by id, sighting counts, one OOV row.
+class ReferenceTable {
+ public:
+  ReferenceTable(const EmbeddingTableConfig& c, std::vector<float> oov)
+      : c_(c), init_(*internal::RowInitializer::Make(c.initializer, c.seed)) {
+    opt_ = std::move(*optim::MakeSparseOptimizer(c.optimizer));
+    width_ = opt_->StateWidth(c.dim);
+    oov_ = oov;
+    oov_state_.resize(width_);
+    opt_->InitState(oov_, oov_state_);
+  }
+  struct Row {
+    std::vector<float> w, s;
+    int64_t updates = 0;
+  };
+  // Returns per id whether it read the OOV row.
+  std::vector<bool> Pull(const std::vector<uint64_t>& ids, PullMode mode, std::vector<float>* out) {
+    out->assign(ids.size() * c_.dim, 0.0f);
+    std::vector<bool> oov(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto it = rows_.find(ids[i]);
+      if (it == rows_.end() && mode == PullMode::kTrain && ++counts_[ids[i]] >= c_.min_count) {
+        counts_.erase(ids[i]);
+        Row r;
+        r.w.resize(c_.dim);
+        r.s.resize(width_);
+        init_.Fill(ids[i], r.w);
+        opt_->InitState(r.w, r.s);
+        it = rows_.emplace(ids[i], std::move(r)).first;
+      }
+      const std::vector<float>& src = it == rows_.end() ? oov_ : it->second.w;
+      oov[i] = it == rows_.end();
+      std::copy(src.begin(), src.end(), out->begin() + i * c_.dim);
+    }
+    return oov;
+  }
+  void Push(const std::vector<uint64_t>& ids, const std::vector<float>& g, int64_t step, float lr) {
+    std::vector<double> oov_sum(c_.dim, 0.0);
+    bool any = false;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::span<const float> gi(g.data() + i * c_.dim, c_.dim);
+      auto it = rows_.find(ids[i]);
+      if (it == rows_.end()) {
+        any = true;
+        for (int d = 0; d < c_.dim; ++d) oov_sum[d] += gi[d];
+        continue;
+      }
+      opt_->UpdateRow({.step = step, .learning_rate = lr}, it->second.updates++, it->second.w,
+                      it->second.s, gi);
+    }
+    if (any) {
+      std::vector<float> sum(oov_sum.begin(), oov_sum.end());
+      opt_->UpdateRow({.step = step, .learning_rate = lr}, oov_updates_++, oov_, oov_state_, sum);
+    }
+  }
+  size_t rows() const { return rows_.size(); }
+  size_t pending() const { return counts_.size(); }
+
+ private:
+  EmbeddingTableConfig c_;
+  internal::RowInitializer init_;
+  std::unique_ptr<optim::SparseOptimizer> opt_;
+  int width_;
+  std::unordered_map<uint64_t, Row> rows_;
+  std::unordered_map<uint64_t, int64_t> counts_;
+  std::vector<float> oov_, oov_state_;
+  int64_t oov_updates_ = 0;
+};
+
+struct RefCase {
+  std::string optimizer;
+  int64_t min_count;
+};
+
+class ReferenceModelTest : public ::testing::TestWithParam<RefCase> {};
+
+TEST_P(ReferenceModelTest, MatchesMapOverRandomStreams) {
+  EmbeddingTableConfig c;
+  c.dim = 5;
+  c.num_shards = 4;
+  c.optimizer.type = GetParam().optimizer;
+  c.optimizer.l2 = 0.01f;
+  c.min_count = GetParam().min_count;
+  auto table = MustMake(c);
+  const std::vector<float> oov0 = PullVec(*table, {999999999}, PullMode::kEval);
+  ReferenceTable ref(c, oov0);
+  Rng rng(7);
+  for (int step = 0; step < 40; ++step) {
+    const std::vector<uint64_t> ids = RandomBatch(rng, 1 + static_cast<int>(rng.Below(300)), 2000);
+    std::vector<float> expected;
+    const std::vector<bool> is_oov = ref.Pull(ids, PullMode::kTrain, &expected);
+    const std::vector<float> got = PullVec(*table, ids, PullMode::kTrain);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int d = 0; d < c.dim; ++d) {
+        const float e = expected[i * c.dim + d], g = got[i * c.dim + d];
+        if (is_oov[i]) {
+          // The OOV row's gradient sum is added in shard order, the reference's in id order.
+          ASSERT_NEAR(g, e, 1e-5) << "step " << step << " oov id " << ids[i];
+        } else {
+          ASSERT_EQ(g, e) << "step " << step << " id " << ids[i] << " d " << d;
+        }
+      }
+    }
+    const std::vector<float> grads = RandomGrads(rng, ids.size() * c.dim);
+    ref.Push(ids, grads, step, 0.05f);
+    PushVec(*table, ids, grads, step);
+    const TableStats s = table->Stats();
+    ASSERT_EQ(s.rows, static_cast<int64_t>(ref.rows()));
+    ASSERT_EQ(s.pending_ids, static_cast<int64_t>(ref.pending()));
+  }
+  EXPECT_GT(ref.rows(), 100u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, ReferenceModelTest,
+                         ::testing::Values(RefCase{"sgd", 1}, RefCase{"adagrad", 1},
+                                           RefCase{"adam", 1}, RefCase{"ftrl", 1},
+                                           RefCase{"adagrad", 3}, RefCase{"adam", 2}),
+                         [](const auto& test_info) {
+                           return test_info.param.optimizer + "_min_count" +
+                                  std::to_string(test_info.param.min_count);
+                         });
+
+TEST(EmbeddingTableTest, AdmissionThreshold) {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.num_shards = 2;
+  c.min_count = 3;
+  auto t = MustMake(c);
+  const std::vector<float> oov = PullVec(*t, {12345}, PullMode::kEval);
+  std::vector<float> own(4);
+  (*internal::RowInitializer::Make(c.initializer, c.seed)).Fill(77, own);
+  EXPECT_EQ(PullVec(*t, {77}, PullMode::kTrain), oov);  // sighting 1
+  EXPECT_EQ(t->Stats().pending_ids, 1);
+  EXPECT_EQ(t->Stats().rows, 0);
+  EXPECT_EQ(PullVec(*t, {77}, PullMode::kTrain), oov);  // sighting 2
+  EXPECT_EQ(PullVec(*t, {77}, PullMode::kEval), oov);   // eval does not count
+  EXPECT_EQ(PullVec(*t, {77}, PullMode::kTrain), own);  // sighting 3: admitted
+  TableStats s = t->Stats();
+  EXPECT_EQ(s.rows, 1);
+  EXPECT_EQ(s.pending_ids, 0);
+  EXPECT_EQ(s.admissions, 1);
+  EXPECT_EQ(s.lookups, 5);
+  EXPECT_EQ(s.oov_lookups, 4);
+  // Duplicates in one kTrain call count as separate sightings.
+  EXPECT_EQ(PullVec(*t, {5, 5, 5}, PullMode::kTrain).size(), 12u);
+  EXPECT_EQ(t->Stats().rows, 2);
+}
+
+TEST(EmbeddingTableTest, EvalCreatesNothingAndReadsOov) {
+  EmbeddingTableConfig c;
+  c.dim = 3;
+  auto t = MustMake(c);
+  const TableStats before = t->Stats();
+  const std::vector<float> a = PullVec(*t, {1, 2, 3}, PullMode::kEval);
+  for (int i = 1; i < 3; ++i) {
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(a[i * 3 + d], a[d]);
+  }
+  const TableStats s = t->Stats();
+  EXPECT_EQ(s.rows, 0);
+  EXPECT_EQ(s.pending_ids, 0);
+  EXPECT_EQ(s.bytes, before.bytes);
+  EXPECT_EQ(s.oov_lookups, 3);
+  // After admission, eval reads the row.
+  const std::vector<float> trained = PullVec(*t, {2}, PullMode::kTrain);
+  EXPECT_EQ(PullVec(*t, {2}, PullMode::kEval), trained);
+  EXPECT_NE(trained, std::vector<float>(a.begin(), a.begin() + 3));
+}
+
+TEST(EmbeddingTableTest, InitDependsOnlyOnSeedAndId) {
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 500; ++i) ids.push_back(Mix64(i) % 100000);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<uint64_t> reversed(ids.rbegin(), ids.rend());
+  for (const char* init : {"normal", "uniform", "zeros", "truncated_normal"}) {
+    EmbeddingTableConfig c;
+    c.dim = 7;
+    c.initializer.type = init;
+    c.num_shards = 1;
+    auto one = MustMake(c);
+    c.num_shards = 64;
+    auto many = MustMake(c);
+    const std::vector<float> a = PullVec(*one, ids, PullMode::kTrain);
+    const std::vector<float> b_rev = PullVec(*many, reversed, PullMode::kTrain);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int d = 0; d < 7; ++d) {
+        ASSERT_EQ(a[i * 7 + d], b_rev[(ids.size() - 1 - i) * 7 + d]) << init;
+      }
+    }
+    c.seed = 43;
+    auto other_seed = MustMake(c);
+    if (std::string(init) != "zeros") {
+      EXPECT_NE(PullVec(*other_seed, ids, PullMode::kTrain), a);
+    }
+  }
+}
+
+TEST(EmbeddingTableTest, InitializerDistributions) {
+  const int n = 20000, dim = 8;
+  struct Case {
+    const char* type;
+    double expected_std;
+    double bound;
+  };
+  for (Case k : {Case{"normal", 0.1, 1e9}, Case{"truncated_normal", 0.1 * 0.8796, 0.2},
+                 Case{"uniform", 0.05 / std::sqrt(3.0), 0.05}, Case{"zeros", 0.0, 0.0}}) {
+    InitializerConfig ic;
+    ic.type = k.type;
+    ic.stddev = 0.1f;
+    ic.scale = 0.05f;
+    auto init = internal::RowInitializer::Make(ic, 42);
+    ASSERT_TRUE(init.ok());
+    double sum = 0, sq = 0;
+    std::vector<float> w(dim);
+    for (int id = 0; id < n; ++id) {
+      init->Fill(id, w);
+      for (float v : w) {
+        ASSERT_LE(std::fabs(v), k.bound) << k.type;
+        sum += v;
+        sq += double(v) * v;
+      }
+    }
+    const double mean = sum / (n * dim);
+    const double sd = std::sqrt(sq / (n * dim) - mean * mean);
+    EXPECT_NEAR(mean, 0.0, 0.003) << k.type;
+    EXPECT_NEAR(sd, k.expected_std, 0.003) << k.type;
+  }
+  InitializerConfig bad;
+  bad.type = "xavier";
+  EXPECT_EQ(internal::RowInitializer::Make(bad, 1).status().message(),
+            "embedding.initializer.type: unknown initializer 'xavier'; valid types: normal, "
+            "uniform, zeros, truncated_normal");
+}
+
+// One shard, so "least recently used" is exact: after each step the resident ids must be all
+// ids last touched after some tick T, none before it (ties at T may go either way), and the
+// hot id touched every step must survive.
+TEST(EmbeddingTableTest, EvictionKeepsBudgetAndEvictsLeastRecentlyUsed) {
+  EmbeddingTableConfig c;
+  c.dim = 8;
+  c.num_shards = 1;
+  c.memory_budget_bytes = 64 << 10;
+  c.on_budget = "evict";
+  auto t = MustMake(c);
+  const uint64_t hot = 1;
+  std::map<uint64_t, int> last_touch;  // id -> step
+  const int per_step = 20;
+  for (int step = 0; step < 100; ++step) {
+    std::vector<uint64_t> ids = {hot};
+    for (int i = 0; i < per_step; ++i) ids.push_back(1000 + step * per_step + i);
+    PullVec(*t, ids, PullMode::kTrain);
+    for (uint64_t id : ids) last_touch[id] = step;
+    const TableStats s = t->Stats();
+    ASSERT_LE(s.bytes, c.memory_budget_bytes) << "step " << step;
+  }
+  const TableStats s = t->Stats();
+  EXPECT_GT(s.evictions, 0);
+  EXPECT_EQ(s.rows + s.evictions, s.admissions);
+  // Residency: eval reads the OOV row for evicted ids.
+  const std::vector<float> oov = PullVec(*t, {77777777}, PullMode::kEval);
+  int newest_evicted = -1, oldest_resident = 1 << 30;
+  for (const auto& [id, step] : last_touch) {
+    const bool resident = PullVec(*t, {id}, PullMode::kEval) != oov;
+    if (resident) {
+      oldest_resident = std::min(oldest_resident, step);
+    } else {
+      newest_evicted = std::max(newest_evicted, step);
+    }
+  }
+  EXPECT_NE(PullVec(*t, {hot}, PullMode::kEval), oov);
+  EXPECT_LE(newest_evicted, oldest_resident);
+  EXPECT_GT(newest_evicted, 50);
+  EXPECT_EQ(s.rows, static_cast<int64_t>(std::count_if(
+                        last_touch.begin(), last_touch.end(), [&](const auto& kv) {
+                          return PullVec(*t, {kv.first}, PullMode::kEval) != oov;
+                        })));
+}
+
+TEST(EmbeddingTableTest, EvictionUnderManyShardsStaysInBudget) {
+  EmbeddingTableConfig c;
+  c.dim = 16;
+  c.num_shards = 8;
+  c.min_count = 2;
+  c.memory_budget_bytes = 256 << 10;
+  auto t = MustMake(c);
+  Rng rng(3);
+  for (int step = 0; step < 60; ++step) {
+    const std::vector<uint64_t> ids = RandomBatch(rng, 500, 20000);
+    PullVec(*t, ids, PullMode::kTrain);
+    PushVec(*t, ids, RandomGrads(rng, ids.size() * 16), step);
+    ASSERT_LE(t->Stats().bytes, c.memory_budget_bytes) << step;
+  }
+  const TableStats s = t->Stats();
+  EXPECT_GT(s.evictions, 0);
+  EXPECT_GT(s.rows, 500);
+  EXPECT_EQ(s.rows + s.evictions, s.admissions);
+}
+
+TEST(EmbeddingTableTest, BudgetErrorPolicy) {
+  EmbeddingTableConfig c;
+  c.name = "user_id";
+  c.dim = 8;
+  c.num_shards = 1;
+  c.memory_budget_bytes = 4096;
+  c.on_budget = "error";
+  auto t = MustMake(c);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 100; ++i) ids.push_back(i);
+  std::vector<float> out(ids.size() * 8);
+  const Status s = t->Pull(ids, PullMode::kTrain, out, {});
+  ASSERT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "embedding table 'user_id' is over its memory budget of 4096 bytes "
+            "(embedding.memory_budget): shard 0 of 1 holds 34 rows and 0 pending ids in 4000 of "
+            "its 4032 bytes; raise embedding.memory_budget or set embedding.on_budget to evict");
+  EXPECT_LE(t->Stats().bytes, 4096);
+}
+
+TEST(EmbeddingTableTest, ConfigErrors) {
+  EmbeddingTableConfig c;
+  c.num_shards = 6;
+  EXPECT_EQ(MakeEmbeddingTable(c).status().ToString(),
+            "INVALID_ARGUMENT: embedding table 'emb': embedding.num_shards must be a power of two "
+            "in [1, 65536], got 6");
+  c = {};
+  c.dim = 0;
+  EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
+            "embedding table 'emb': embedding.dim must be >= 1, got 0");
+  c = {};
+  c.on_budget = "drop";
+  EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
+            "embedding table 'emb': embedding.on_budget is 'drop'; valid values: evict, error");
+  c = {};
+  c.optimizer.type = "rmsprop";
+  EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
+            "embedding table 'emb': sparse_optimizer.type: unknown sparse optimizer type "
+            "'rmsprop'; valid types: sgd, adagrad, adam, ftrl");
+  c = {};
+  c.memory_budget_bytes = 1000;
+  EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
+            "embedding table 'emb': embedding.memory_budget of 1000 bytes is below the minimum of "
+            "69760 bytes for embedding.num_shards 64 and dim 16 (empty index and 4 rows per "
+            "shard); raise it or lower embedding.num_shards");
+  c = {};
+  c.min_count = 0;
+  EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
+            "embedding table 'emb': embedding.min_count must be in [1, 2^32-1], got 0");
+}
+
+TEST(EmbeddingTableTest, SizeMismatch) {
+  auto t = MustMake(EmbeddingTableConfig{});
+  std::vector<uint64_t> ids = {1, 2};
+  std::vector<float> out(31);
+  EXPECT_EQ(t->Pull(ids, PullMode::kTrain, out, {}).message(),
+            "embedding table 'emb': Pull got 2 ids but an output of 31 floats; expected ids × "
+            "dim = 32");
+  EXPECT_EQ(t->Push(ids, out, {}, {}).message(),
+            "embedding table 'emb': Push got 2 ids but 31 gradient floats; expected ids × dim = 32");
+}
+
+TEST(EmbeddingTableTest, MemoryAccounting) {
+  EmbeddingTableConfig c;
+  c.dim = 16;
+  c.num_shards = 4;
+  auto t = MustMake(c);
+  const int64_t empty = t->Stats().bytes;
+  std::vector<uint64_t> ids(10000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i * 31 + 5;
+  PullVec(*t, ids, PullMode::kTrain);
+  const TableStats s = t->Stats();
+  const int64_t row_bytes = (4 + 16 + 16) * 4;  // meta + weights + adagrad accumulator
+  EXPECT_EQ(s.rows, 10000);
+  EXPECT_GE(s.bytes - empty, 10000 * row_bytes + 10000 * 16);          // rows + index slots
+  EXPECT_LE(s.bytes - empty, 10000 * row_bytes + 4 * 10000 * 16 + 4096);  // index load >= 3/8
+}
+
+class SaveLoadTest : public ::testing::TestWithParam<int> {};
+
+EmbeddingTableConfig SaveLoadConfig(int shards) {
+  EmbeddingTableConfig c;
+  c.dim = 6;
+  c.num_shards = shards;
+  c.min_count = 2;
+  c.optimizer.type = "adam";
+  return c;
+}
+
+void Train(EmbeddingTable& t, Rng& rng, int steps, int first_step) {
+  for (int step = first_step; step < first_step + steps; ++step) {
+    const std::vector<uint64_t> ids = RandomBatch(rng, 200, 3000);
+    PullVec(t, ids, PullMode::kTrain);
+    PushVec(t, ids, RandomGrads(rng, ids.size() * t.dim()), step);
+  }
+}
+
+std::vector<uint64_t> AllIds() {
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 3000; ++i) ids.push_back(i * 7919 + 13);
+  return ids;
+}
+
+TEST_P(SaveLoadTest, RoundTripIntoOtherShardCounts) {
+  auto original = MustMake(SaveLoadConfig(4));
+  Rng rng(11);
+  Train(*original, rng, 20, 0);
+  const std::string path = TempPath("roundtrip_" + std::to_string(GetParam()));
+  ASSERT_TRUE(original->Save(path).ok());
+  auto loaded = MustMake(SaveLoadConfig(GetParam()));
+  ASSERT_TRUE(loaded->Load(path).ok());
+  const std::vector<uint64_t> all = AllIds();
+  EXPECT_EQ(PullVec(*loaded, all, PullMode::kEval), PullVec(*original, all, PullMode::kEval));
+  TableStats a = original->Stats(), b = loaded->Stats();
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.pending_ids, b.pending_ids);
+  EXPECT_EQ(a.admissions, b.admissions);
+  EXPECT_EQ(a.lookups, b.lookups);
+  // Continued training (same stream) matches: rows exactly, the shared OOV row up to the order of
+  // its gradient sum (which follows the shard count).
+  Rng rng_a(99), rng_b(99);
+  Train(*original, rng_a, 10, 20);
+  Train(*loaded, rng_b, 10, 20);
+  const std::vector<float> x = PullVec(*original, all, PullMode::kEval);
+  const std::vector<float> y = PullVec(*loaded, all, PullMode::kEval);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (GetParam() == 4) {
+      ASSERT_EQ(x[i], y[i]) << i;
+    } else {
+      ASSERT_NEAR(x[i], y[i], 1e-6) << i;
+    }
+  }
+  EXPECT_EQ(original->Stats().rows, loaded->Stats().rows);
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, SaveLoadTest, ::testing::Values(1, 4, 64));
+
+TEST(EmbeddingCheckpointTest, CorruptionIsDataLossAndLeavesTableUnchanged) {
+  auto t = MustMake(SaveLoadConfig(4));
+  Rng rng(5);
+  Train(*t, rng, 5, 0);
+  const std::string path = TempPath("corrupt");
+  ASSERT_TRUE(t->Save(path).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 1000u);
+  auto target = MustMake(SaveLoadConfig(4));
+  Rng rng2(6);
+  Train(*target, rng2, 2, 0);
+  const std::vector<uint64_t> all = AllIds();
+  const std::vector<float> before = PullVec(*target, all, PullMode::kEval);
+  const std::string bad = TempPath("corrupt_bad");
+  auto write = [&](const std::string& content) {
+    std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), content.size());
+  };
+  // Flip a bit in the header, the OOV record, the first row block, the last bytes.
+  for (size_t pos : {size_t{0}, size_t{13}, size_t{90}, size_t{130}, bytes.size() / 2,
+                     bytes.size() - 30, bytes.size() - 1}) {
+    std::string c = bytes;
+    c[pos] ^= 0x10;
+    write(c);
+    const Status s = target->Load(bad);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << "flip at " << pos << ": " << s;
+  }
+  for (size_t len : {size_t{0}, size_t{7}, size_t{60}, size_t{200}, bytes.size() / 3,
+                     bytes.size() - 8, bytes.size() - 1}) {
+    write(bytes.substr(0, len));
+    const Status s = target->Load(bad);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << "truncated to " << len << ": " << s;
+  }
+  write(bytes + "x");
+  EXPECT_EQ(target->Load(bad).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(PullVec(*target, all, PullMode::kEval), before);
+  write(bytes.substr(0, 60));
+  EXPECT_EQ(target->Load(bad).message(),
+            "while loading embedding table 'emb': embedding checkpoint " + bad +
+                " is truncated at byte 60 while reading the header (4 more bytes expected)");
+
+  // Mismatched tables are InvalidArgument.
+  EmbeddingTableConfig other_dim = SaveLoadConfig(4);
+  other_dim.dim = 7;
+  const Status dim_status = MustMake(other_dim)->Load(path);
+  EXPECT_EQ(dim_status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dim_status.message(), "while loading embedding table 'emb': embedding checkpoint " +
+                                      path +
+                                      " has dim 6 but table 'emb' has dim 7 (embedding.dim)");
+  EmbeddingTableConfig other_opt = SaveLoadConfig(4);
+  other_opt.optimizer.type = "adagrad";
+  const Status opt_status = MustMake(other_opt)->Load(path);
+  EXPECT_EQ(opt_status.message(),
+            "while loading embedding table 'emb': embedding checkpoint " + path +
+                " was written with sparse optimizer 'adam' (state width 12) but table 'emb' uses "
+                "'adagrad' (state width 6)");
+  EXPECT_EQ(target->Load(TempPath("does_not_exist")).code(), StatusCode::kNotFound);
+  std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
+
+TEST(EmbeddingCheckpointTest, SaveIsAtomicAndLeavesNoTempFiles) {
+  auto t = MustMake(SaveLoadConfig(2));
+  Rng rng(1);
+  Train(*t, rng, 2, 0);
+  const std::string dir = TempPath("dir");
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(t->Save(dir + "/emb.ckpt").ok());
+  ASSERT_TRUE(t->Save(dir + "/emb.ckpt").ok());  // overwrite
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename(), "emb.ckpt");
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  EXPECT_EQ(t->Save(dir + "/missing/emb.ckpt").code(), StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
+// Pull/Push with 2 threads give bit-identical results to 1 thread (batches big enough to use
+// the pool), including eviction and admission.
+TEST(EmbeddingTableTest, ThreadCountDoesNotChangeResults) {
+  std::vector<float> results[2];
+  TableStats stats[2];
+  for (int threads = 1; threads <= 2; ++threads) {
+    EmbeddingTableConfig c;
+    c.dim = 8;
+    c.num_shards = 16;
+    c.min_count = 2;
+    c.memory_budget_bytes = 2 << 20;
+    c.optimizer.type = "adam";
+    auto t = MustMake(c);
+    Rng rng(21);
+    std::vector<float> all;
+    for (int step = 0; step < 12; ++step) {
+      const std::vector<uint64_t> ids = RandomBatch(rng, 6000, 200000);
+      const std::vector<float> out = PullVec(*t, ids, PullMode::kTrain, threads);
+      all.insert(all.end(), out.begin(), out.end());
+      PushVec(*t, ids, RandomGrads(rng, ids.size() * 8), step, 0.01f, threads);
+    }
+    results[threads - 1] = all;
+    stats[threads - 1] = t->Stats();
+  }
+  EXPECT_GT(stats[0].evictions, 0);
+  EXPECT_EQ(stats[0].evictions, stats[1].evictions);
+  EXPECT_EQ(stats[0].rows, stats[1].rows);
+  EXPECT_TRUE(results[0] == results[1]);
+}
+
+}  // namespace
+}  // namespace rectrain::embedding
