@@ -17,6 +17,8 @@ struct ModelConfig {
   std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2
   int embedding_dim = 16;               // default dim of every field
   std::map<std::string, int> field_dims;  // per-field override ("C3": 8); not for fm/deepfm
+  std::map<std::string, std::string> field_pooling;  // per-field "sum" (default) | "mean"
+                                                     // for multi-valued fields
   std::vector<int> hidden = {400, 400, 400};  // MLP sizes (deep part)
   float dropout = 0.0f;                 // after each hidden activation, training only
   bool layer_norm = false;              // after each hidden Dense, before the activation

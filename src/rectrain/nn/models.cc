@@ -1,0 +1,360 @@
+// The model zoo: lr, fm, wide_deep, deepfm, dcn_v2, all instances of one ComposedModel:
+//
+//   x0 = [ pooled embeddings of every field | dense features ]          [B × (Σ emb dims + nd)]
+//   logit = first_order + fm + deep
+//     first_order = Σ_f w_f(id) + linear(dense)   (w_f: column 0 of the field's table row)
+//     fm          = FM second-order interaction over the field embeddings (needs equal dims)
+//     deep        = MLP(x0), or for dcn_v2 MLP(CrossNetwork(x0)) (stacked)
+// See docs/models.md for the equations and config keys per type.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rectrain/nn/activation.h"
+#include "rectrain/nn/cross.h"
+#include "rectrain/nn/dense.h"
+#include "rectrain/nn/embedding_bag.h"
+#include "rectrain/nn/fm.h"
+#include "rectrain/nn/internal/parallel_util.h"
+#include "rectrain/nn/layer_norm.h"
+#include "rectrain/nn/model_config.h"
+#include "rectrain/nn/sequential.h"
+
+namespace rectrain::nn {
+namespace {
+
+const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2"};
+
+struct Parts {
+  bool first_order = false;
+  std::unique_ptr<FmInteraction> fm;  // over columns [0, F·D) of x0
+  std::unique_ptr<Sequential> deep;   // x0 -> [B × 1]
+};
+
+class ComposedModel final : public Model {
+ public:
+  ComposedModel(std::string name, ModelSpec spec, std::unique_ptr<EmbeddingBag> bag,
+                int64_t emb_width, Parts parts, uint64_t seed)
+      : name_(std::move(name)),
+        spec_(std::move(spec)),
+        bag_(std::move(bag)),
+        emb_width_(emb_width),
+        num_dense_(spec_.num_dense),
+        first_order_(parts.first_order),
+        fm_(std::move(parts.fm)),
+        deep_(std::move(parts.deep)) {
+    if (first_order_) {
+      if (num_dense_ > 0) {
+        linear_ = std::make_unique<Dense>("linear", num_dense_, 1, Activation::kNone,
+                                          WeightInit::kXavier, seed);
+      } else {
+        bias_.ResizeZeroed(1, 1);
+        bias_grad_.ResizeZeroed(1, 1);
+      }
+    }
+  }
+
+  std::string name() const override { return name_; }
+  const ModelSpec& spec() const override { return spec_; }
+
+  Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
+                 const ComputeContext& compute) override {
+    const int64_t batch = input.batch_size;
+    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
+    if (static_cast<int64_t>(logits.size()) != batch) {
+      return InvalidArgumentError("logits has " + std::to_string(logits.size()) +
+                                  " entries, need batch_size = " + std::to_string(batch));
+    }
+    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
+      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
+                                  " floats, expected batch_size x num_dense = " +
+                                  std::to_string(batch) + " x " + std::to_string(num_dense_));
+    }
+    ctx_ = LayerContext{compute, training, input.seed};
+    batch_ = -1;  // invalid until this Forward succeeds
+    const int64_t width = emb_width_ + num_dense_;
+    x0_.Resize(batch, width);
+    lead_.Resize(batch, 1);
+    RECTRAIN_RETURN_IF_ERROR(
+        bag_->Forward(batch, input.tables, input.fields, x0_.view(), lead_.span(), compute))
+        << "model " << name_;
+    if (num_dense_ > 0) {
+      const float* dense = input.dense.data();
+      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          std::memcpy(x0_.row(r) + emb_width_, dense + r * num_dense_,
+                      sizeof(float) * num_dense_);
+        }
+      });
+    }
+    const bool has_lead = bag_->has_lead();
+    if (linear_) {
+      linear_out_.Resize(batch, 1);
+      RECTRAIN_RETURN_IF_ERROR(
+          linear_->Forward(x0_.view().Cols(emb_width_, num_dense_), linear_out_.view(), ctx_));
+    }
+    if (fm_) {
+      fm_out_.Resize(batch, 1);
+      RECTRAIN_RETURN_IF_ERROR(
+          fm_->Forward(x0_.view().Cols(0, fm_->in_features()), fm_out_.view(), ctx_));
+    }
+    if (deep_) {
+      deep_out_.Resize(batch, 1);
+      RECTRAIN_RETURN_IF_ERROR(deep_->Forward(x0_.view(), deep_out_.view(), ctx_));
+    }
+    const float bias = bias_.size() ? bias_.data()[0] : 0.0f;
+    internal::ForRows(compute, batch, 4, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float z = has_lead ? lead_.data()[r] : 0.0f;
+        if (first_order_) z += linear_ ? linear_out_.data()[r] : bias;
+        if (fm_) z += fm_out_.data()[r];
+        if (deep_) z += deep_out_.data()[r];
+        logits[r] = z;
+      }
+    });
+    batch_ = batch;
+    return OkStatus();
+  }
+
+  Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
+                  const ComputeContext& compute) override {
+    if (batch_ < 0) return FailedPreconditionError("model " + name_ + ": Backward before Forward");
+    const int64_t batch = batch_;
+    if (static_cast<int64_t>(dlogits.size()) != batch) {
+      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) +
+                                  " entries, need batch_size = " + std::to_string(batch));
+    }
+    ctx_.compute = compute;
+    const tensor::ConstMatrixView dz = {dlogits.data(), batch, 1, 1};
+    if (first_order_) {
+      if (linear_) {
+        scratch_.Resize(batch, 1);
+        std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * batch);
+        RECTRAIN_RETURN_IF_ERROR(linear_->Backward(x0_.view().Cols(emb_width_, num_dense_),
+                                                   linear_out_.view(), scratch_.view(),
+                                                   MatrixView{}, ctx_));
+      } else {
+        double sum = 0;
+        for (float g : dlogits) sum += g;
+        bias_grad_.data()[0] = static_cast<float>(sum);
+      }
+    }
+    const int64_t width = emb_width_ + num_dense_;
+    const bool need_dx0 = emb_width_ > 0;
+    if (need_dx0) dx0_.Resize(batch, width);
+    if (deep_) {
+      scratch_.Resize(batch, 1);
+      std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * batch);
+      RECTRAIN_RETURN_IF_ERROR(deep_->Backward(x0_.view(), deep_out_.view(), scratch_.view(),
+                                               need_dx0 ? dx0_.view() : MatrixView{}, ctx_));
+    }
+    if (fm_) {
+      const int64_t fw = fm_->in_features();
+      RECTRAIN_RETURN_IF_ERROR(fm_->BackwardInto(x0_.view().Cols(0, fw), dz,
+                                                 dx0_.view().Cols(0, fw),
+                                                 /*accumulate=*/deep_ != nullptr, ctx_));
+    }
+    if (need_dx0 && !deep_ && !fm_) dx0_.SetZero();
+    RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dx0_.view(), dlogits, table_grads, compute))
+        << "model " << name_;
+    return OkStatus();
+  }
+
+  std::vector<optim::ParamRef> Params() override {
+    std::vector<optim::ParamRef> params;
+    if (linear_) params = linear_->Params();
+    if (bias_.size()) params.push_back({"linear.bias", bias_.span(), bias_grad_.span(), false});
+    if (deep_) {
+      for (auto& p : deep_->Params()) params.push_back(std::move(p));
+    }
+    return params;
+  }
+
+ private:
+  std::string name_;
+  ModelSpec spec_;
+  std::unique_ptr<EmbeddingBag> bag_;
+  int64_t emb_width_;
+  int64_t num_dense_;
+  bool first_order_;
+  std::unique_ptr<FmInteraction> fm_;
+  std::unique_ptr<Sequential> deep_;
+  std::unique_ptr<Dense> linear_;      // first-order linear over the dense features
+  tensor::Tensor bias_, bias_grad_;    // first-order bias when there are no dense features
+
+  LayerContext ctx_;
+  int64_t batch_ = -1;
+  tensor::Tensor x0_, dx0_, lead_, linear_out_, fm_out_, deep_out_, scratch_;
+};
+
+std::string JoinTypes() {
+  std::string s;
+  for (const char* t : kModelTypes) s += (s.empty() ? "" : ", ") + std::string(t);
+  return s;
+}
+
+// Hidden blocks of the deep part: Dense [+ LayerNorm + ReLU | fused ReLU] [+ Dropout], then
+// the logit layer "mlp.out".
+void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep) {
+  for (size_t i = 0; i < config.hidden.size(); ++i) {
+    const std::string prefix = "mlp." + std::to_string(i);
+    const int64_t h = config.hidden[i];
+    if (config.layer_norm) {
+      deep.Add(std::make_unique<Dense>(prefix, in, h, Activation::kNone, WeightInit::kHe,
+                                       config.seed));
+      deep.Add(std::make_unique<LayerNorm>(prefix + ".ln", h));
+      deep.Add(std::make_unique<Relu>(prefix + ".relu", h));
+    } else {
+      deep.Add(std::make_unique<Dense>(prefix, in, h, Activation::kRelu, WeightInit::kHe,
+                                       config.seed));
+    }
+    if (config.dropout > 0.0f) {
+      deep.Add(std::make_unique<Dropout>(prefix + ".dropout", h, config.dropout));
+    }
+    in = h;
+  }
+  deep.Add(std::make_unique<Dense>("mlp.out", in, 1, Activation::kNone, WeightInit::kXavier,
+                                   config.seed));
+}
+
+}  // namespace
+
+std::vector<std::string> ModelTypes() {
+  return std::vector<std::string>(std::begin(kModelTypes), std::end(kModelTypes));
+}
+
+Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
+                                         const std::vector<std::string>& sparse_names,
+                                         int num_dense,
+                                         const embedding::EmbeddingTableConfig& table_template) {
+  const std::string& type = config.type;
+  const std::vector<std::string> types = ModelTypes();
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
+    return InvalidArgumentError("model.type: unknown model type \"" + type +
+                                "\"; valid types: " + JoinTypes());
+  }
+  if (num_dense < 0) {
+    return InvalidArgumentError("num_dense must be >= 0, got " + std::to_string(num_dense));
+  }
+  if (sparse_names.empty() && num_dense == 0) {
+    return InvalidArgumentError("model " + type +
+                                ": the schema has no categorical and no dense features");
+  }
+  std::set<std::string> names;
+  for (const std::string& n : sparse_names) {
+    if (!names.insert(n).second) {
+      return InvalidArgumentError("categorical field \"" + n + "\" appears twice in the schema");
+    }
+  }
+  if (config.embedding_dim < 1) {
+    return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
+                                std::to_string(config.embedding_dim));
+  }
+  const bool equal_dims_required = type == "fm" || type == "deepfm";
+  if (!config.field_dims.empty() && type == "lr") {
+    return InvalidArgumentError(
+        "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
+  }
+  if (!config.field_dims.empty() && equal_dims_required) {
+    return InvalidArgumentError(
+        "model.field_dims is not supported by model type \"" + type +
+        "\": its FM interaction needs every field to have the same dim; set "
+        "model.embedding_dim instead, or use wide_deep or dcn_v2");
+  }
+  for (const auto& [field, dim] : config.field_dims) {
+    if (!names.count(field)) {
+      return InvalidArgumentError("model.field_dims: \"" + field +
+                                  "\" is not a categorical field of the schema");
+    }
+    if (dim < 1) {
+      return InvalidArgumentError("model.field_dims." + field + " must be >= 1, got " +
+                                  std::to_string(dim));
+    }
+  }
+  for (const auto& [field, pooling] : config.field_pooling) {
+    if (!names.count(field)) {
+      return InvalidArgumentError("model.field_pooling: \"" + field +
+                                  "\" is not a categorical field of the schema");
+    }
+    if (pooling != "sum" && pooling != "mean") {
+      return InvalidArgumentError("model.field_pooling." + field + ": unknown pooling \"" +
+                                  pooling + "\"; valid: sum, mean");
+    }
+  }
+  for (size_t i = 0; i < config.hidden.size(); ++i) {
+    if (config.hidden[i] < 1) {
+      return InvalidArgumentError("model.hidden[" + std::to_string(i) + "] must be >= 1, got " +
+                                  std::to_string(config.hidden[i]));
+    }
+  }
+  if (!(config.dropout >= 0.0f && config.dropout < 1.0f)) {
+    return InvalidArgumentError("model.dropout must be in [0, 1), got " +
+                                std::to_string(config.dropout));
+  }
+  if (type == "dcn_v2" && config.cross_layers < 1) {
+    return InvalidArgumentError("model.cross_layers must be >= 1 for dcn_v2, got " +
+                                std::to_string(config.cross_layers));
+  }
+
+  // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
+  // rides in column 0 of the same row (lead = 1) for every type except dcn_v2.
+  const int lead = type == "dcn_v2" ? 0 : 1;
+  std::vector<int> emb_dims(sparse_names.size());
+  for (size_t f = 0; f < sparse_names.size(); ++f) {
+    auto it = config.field_dims.find(sparse_names[f]);
+    emb_dims[f] = type == "lr" ? 0 : (it != config.field_dims.end() ? it->second
+                                                                    : config.embedding_dim);
+  }
+  std::vector<int> distinct(emb_dims.begin(), emb_dims.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+
+  ModelSpec spec;
+  spec.num_dense = num_dense;
+  std::vector<EmbeddingBagTable> bag_tables;
+  for (int d : distinct) {
+    embedding::EmbeddingTableConfig table = table_template;
+    table.dim = d + lead;
+    if (distinct.size() > 1) table.name = table_template.name + "_d" + std::to_string(d);
+    bag_tables.push_back({table.name, table.dim, lead});
+    spec.tables.push_back(std::move(table));
+  }
+  std::vector<EmbeddingBagField> bag_fields;
+  int64_t col = 0;
+  for (size_t f = 0; f < sparse_names.size(); ++f) {
+    const int t = static_cast<int>(
+        std::lower_bound(distinct.begin(), distinct.end(), emb_dims[f]) - distinct.begin());
+    auto pit = config.field_pooling.find(sparse_names[f]);
+    const std::string pooling = pit == config.field_pooling.end() ? "sum" : pit->second;
+    spec.fields.push_back({sparse_names[f], t, pooling});
+    bag_fields.push_back({sparse_names[f], t, pooling == "mean", col});
+    col += emb_dims[f];
+  }
+  const int64_t emb_width = col;
+  auto bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
+
+  Parts parts;
+  parts.first_order = type != "dcn_v2";
+  if (type == "fm" || type == "deepfm") {
+    parts.fm = std::make_unique<FmInteraction>("fm", static_cast<int64_t>(sparse_names.size()),
+                                               config.embedding_dim);
+  }
+  if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2") {
+    const int64_t in = emb_width + num_dense;
+    parts.deep = std::make_unique<Sequential>("deep");
+    if (type == "dcn_v2") {
+      parts.deep->Add(std::make_unique<CrossNetwork>("cross", in, config.cross_layers,
+                                                     config.seed));
+    }
+    AddMlp(config, in, *parts.deep);
+  }
+  return std::unique_ptr<Model>(std::make_unique<ComposedModel>(
+      type, std::move(spec), std::move(bag), emb_width, std::move(parts), config.seed));
+}
+
+}  // namespace rectrain::nn
