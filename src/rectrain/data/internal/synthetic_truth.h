@@ -1,0 +1,79 @@
+// rectrain/data/internal/synthetic_truth.h (internal to data/; exposed for tests): the hidden
+// model behind GenerateDataset. It depends only on the shape name, never on the sampling seed,
+// so files generated with different seeds share one truth.
+//
+// logit(row) = bias
+//            + Σ_f  main_f(token_f)                         per-id effects, hash-derived
+//            + Σ_(f,g)∈pairs  λ_fg · <v_f(token_f), v_g(token_g)> / √K   low-rank interactions
+//            + Σ_j  a_j · tanh((log1p(x_j) − μ_j) / σ_j)     dense effects (missing: own effect)
+//            + noise_sd · z(hash of the whole row)           row-level term no model can learn
+// Every effect is f(Mix64(...)) of (field, token): no tables, so 20M-id shapes cost nothing.
+// P(click | row) = sigmoid(logit); it is exactly what FILE.prob holds (the Bayes-optimal score).
+// A missing token or dense value is encoded as -1.
+// Thread safety: immutable after ForShape; all methods are const and reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rectrain/base/random.h"
+#include "rectrain/base/result.h"
+
+namespace rectrain::data::internal {
+
+class SyntheticTruth {
+ public:
+  struct Field {
+    int64_t cardinality = 0;
+    double zipf_s = 1.0;
+    double missing_rate = 0.0;
+    double effect_sd = 0.0;
+    // Zipf sampler constants (continuous inverse CDF over ranks 1..cardinality).
+    double zipf_a = 0.0;
+    double zipf_inv = 0.0;
+  };
+  struct Dense {
+    double missing_rate = 0.0;
+    double log_mu = 0.0;  // value = floor(exp(log_mu + log_sd · z))
+    double log_sd = 1.0;
+    double effect = 0.0;  // a_j
+    double missing_effect = 0.0;
+  };
+  struct Pair {
+    int a = 0;
+    int b = 0;
+    double weight = 0.0;
+  };
+  static constexpr int kLatentDim = 4;
+
+  // criteo | seed | easy. InvalidArgument otherwise.
+  static Result<SyntheticTruth> ForShape(std::string_view shape);
+
+  int num_dense() const { return static_cast<int>(dense_.size()); }
+  int num_sparse() const { return static_cast<int>(fields_.size()); }
+  const std::vector<Field>& fields() const { return fields_; }
+  double bias() const { return bias_; }
+
+  // Draws one row's features: dense[j] >= 0 or -1 (missing); tokens[f] in [0, 2^32) or -1.
+  void SampleRow(Rng& rng, int64_t* dense, int64_t* tokens) const;
+  // The token (a 32-bit value, printed as 8 hex digits) of popularity rank `rank` of field f.
+  uint32_t TokenOf(int field, uint64_t rank) const;
+
+  double Logit(const int64_t* dense, const int64_t* tokens) const;
+  double Probability(const int64_t* dense, const int64_t* tokens) const;
+
+ private:
+  double LogitWithoutBias(const int64_t* dense, const int64_t* tokens) const;
+  void CalibrateBias(double target_rate);
+
+  std::string shape_;
+  std::vector<Field> fields_;
+  std::vector<Dense> dense_;
+  std::vector<Pair> pairs_;
+  double noise_sd_ = 0.0;
+  double bias_ = 0.0;
+};
+
+}  // namespace rectrain::data::internal
