@@ -1,0 +1,274 @@
+// rectrain/http/api.cc: the JSON REST API over the TrackingStore (see server.h for routes).
+// JSON is built with nlohmann::json; invalid UTF-8 in stored text is replaced, never thrown.
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "rectrain/http/internal/api.h"
+
+namespace rectrain::http::internal {
+namespace {
+
+using nlohmann::json;
+using track::RunFilter;
+using track::RunId;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void SendJson(httplib::Response& res, const json& j) {
+  res.status = 200;
+  res.set_content(Dump(j), "application/json");
+}
+
+json Nullable(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json SummaryJson(const track::RunSummary& r) {
+  json finals = json::object();
+  for (const auto& [k, v] : r.final_metrics) finals[k] = v;  // NaN dumps as null
+  return {{"id", r.id},
+          {"name", r.name},
+          {"status", std::string(track::RunStatusName(r.status))},
+          {"status_message", r.status_message},
+          {"start_time", r.start_time},
+          {"end_time", Nullable(r.end_time)},
+          {"heartbeat_time", r.heartbeat_time},
+          {"host", r.host},
+          {"pid", r.pid},
+          {"group_id", r.group_id},
+          {"parent_id", r.parent_id ? json(*r.parent_id) : json(nullptr)},
+          {"git_commit", r.git_commit},
+          {"tags", r.tags},
+          {"final_metrics", finals}};
+}
+
+Result<int64_t> IntParam(const httplib::Request& req, const std::string& key, int64_t dflt) {
+  if (!req.has_param(key)) return dflt;
+  std::string v = req.get_param_value(key);
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
+    return InvalidArgumentError("query parameter '" + key + "' must be an integer, got '" + v +
+                                "'");
+  }
+  return out;
+}
+
+std::vector<std::string> AllValues(const httplib::Request& req, const std::string& key) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < req.get_param_value_count(key); ++i) {
+    out.push_back(req.get_param_value(key, i));
+  }
+  return out;
+}
+
+Result<RunFilter> ParseFilter(const httplib::Request& req) {
+  RunFilter f;
+  if (req.has_param("status")) {
+    RECTRAIN_ASSIGN_OR_RETURN(f.status, track::ParseRunStatus(req.get_param_value("status")));
+  }
+  f.tags = AllValues(req, "tag");
+  if (req.has_param("q")) f.name_contains = req.get_param_value("q");
+  if (req.has_param("group")) f.group_id = req.get_param_value("group");
+  if (req.has_param("parent")) {
+    RECTRAIN_ASSIGN_OR_RETURN(int64_t parent, IntParam(req, "parent", 0));
+    f.parent_id = parent;
+  }
+  for (const std::string& p : AllValues(req, "param")) {
+    size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("query parameter 'param' must be KEY=VALUE, got '" + p + "'");
+    }
+    f.params.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
+  for (const std::string& m : AllValues(req, "metric")) {
+    RECTRAIN_ASSIGN_OR_RETURN(track::MetricThreshold t, track::ParseMetricThreshold(m));
+    f.metrics.push_back(std::move(t));
+  }
+  if (req.has_param("sort")) f.sort_by = req.get_param_value("sort");
+  if (req.has_param("order")) {
+    std::string order = req.get_param_value("order");
+    if (order != "asc" && order != "desc") {
+      return InvalidArgumentError("query parameter 'order' must be asc or desc, got '" + order +
+                                  "'");
+    }
+    f.descending = order == "desc";
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(f.limit, IntParam(req, "limit", 100));
+  RECTRAIN_ASSIGN_OR_RETURN(f.offset, IntParam(req, "offset", 0));
+  return f;
+}
+
+Result<RunId> RunIdFromPath(const httplib::Request& req) {
+  const std::string s = req.matches[1].str();
+  RunId id = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc() || p != s.data() + s.size()) {
+    return InvalidArgumentError("bad run id '" + s + "'");
+  }
+  return id;
+}
+
+// Wraps a handler body that returns a Status: errors become JSON error responses.
+template <typename Fn>
+httplib::Server::Handler Wrap(track::TrackingStore* store, Fn fn) {
+  return [store, fn](const httplib::Request& req, httplib::Response& res) {
+    if (store == nullptr) {
+      SendError(res, NotFoundError("no tracking store is attached to this server"));
+      return;
+    }
+    Status st = fn(*store, req, res);
+    if (!st.ok()) SendError(res, st);
+  };
+}
+
+}  // namespace
+
+void SendError(httplib::Response& res, const Status& status) {
+  res.status = HttpStatusForCode(status.code());
+  res.set_content(ErrorJson(status), "application/json");
+}
+
+void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
+                       const ServerOptions& options) {
+  using track::TrackingStore;
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+
+  server.Get("/api/runs", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
+    RECTRAIN_ASSIGN_OR_RETURN(track::RunList list, s.ListRuns(f));
+    json runs = json::array();
+    for (const auto& r : list.runs) runs.push_back(SummaryJson(r));
+    SendJson(res, {{"total", list.total}, {"offset", f.offset}, {"runs", runs}});
+    return OkStatus();
+  }));
+
+  server.Get("/api/runs.csv", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
+    RECTRAIN_ASSIGN_OR_RETURN(std::string csv, s.ExportRunsCsv(f));
+    res.set_content(csv, "text/csv");
+    return OkStatus();
+  }));
+
+  server.Get(R"(/api/runs/(\d+))", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+    RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
+    json j = SummaryJson(d.summary);
+    j["config_yaml"] = d.config_yaml;
+    json params = json::object();
+    for (const auto& [k, v] : d.params) params[k] = v;
+    j["params"] = params;
+    json files = json::array();
+    for (const auto& f : d.data_files) {
+      files.push_back({{"path", f.path}, {"size_bytes", f.size_bytes},
+                       {"fingerprint", f.fingerprint}});
+    }
+    j["data_files"] = files;
+    json artifacts = json::array();
+    for (const auto& a : d.artifacts) {
+      artifacts.push_back({{"kind", a.kind}, {"path", a.path}, {"created_time", a.created_time}});
+    }
+    j["artifacts"] = artifacts;
+    json keys = json::array();
+    for (const auto& k : d.metric_keys) {
+      keys.push_back({{"key", k.key}, {"count", k.count}, {"first_step", k.first_step},
+                      {"last_step", k.last_step}, {"last_value", k.last_value}});
+    }
+    j["metric_keys"] = keys;
+    SendJson(res, j);
+    return OkStatus();
+  }));
+
+  server.Delete(R"(/api/runs/(\d+))",
+                Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+                  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+                  RECTRAIN_RETURN_IF_ERROR(s.DeleteRun(id));
+                  SendJson(res, {{"deleted", id}});
+                  return OkStatus();
+                }));
+
+  const int64_t default_max_points = options.default_max_points;
+  server.Get(R"(/api/runs/(\d+)/metrics)",
+             Wrap(store, [default_max_points](TrackingStore& s, Req req, Res res) -> Status {
+               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+               RECTRAIN_ASSIGN_OR_RETURN(int64_t max_points,
+                                         IntParam(req, "max_points", default_max_points));
+               std::vector<std::string> keys = AllValues(req, "key");
+               if (keys.empty()) {
+                 RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
+                 for (const auto& k : d.metric_keys) keys.push_back(k.key);
+               }
+               json series = json::array();
+               for (const std::string& key : keys) {
+                 RECTRAIN_ASSIGN_OR_RETURN(track::MetricSeries m,
+                                           s.GetMetrics(id, key, max_points));
+                 json points = json::array();
+                 for (const auto& p : m.points) points.push_back({p.step, p.value, p.wall_time});
+                 series.push_back({{"key", m.key},
+                                   {"total_points", m.total_points},
+                                   {"downsampled", m.downsampled},
+                                   {"points", points}});
+               }
+               SendJson(res, {{"run_id", id}, {"series", series}});
+               return OkStatus();
+             }));
+
+  server.Get(R"(/api/runs/(\d+)/metrics\.csv)",
+             Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+               RECTRAIN_ASSIGN_OR_RETURN(std::string csv, s.ExportMetricsCsv(id));
+               res.set_content(csv, "text/csv");
+               return OkStatus();
+             }));
+
+  server.Get("/api/compare", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+    std::vector<RunId> ids;
+    std::string text = req.get_param_value("ids");
+    size_t pos = 0;
+    while (pos <= text.size() && !text.empty()) {
+      size_t comma = text.find(',', pos);
+      std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos
+                                                                      : comma - pos);
+      RunId id = 0;
+      auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), id);
+      if (part.empty() || ec != std::errc() || p != part.data() + part.size()) {
+        return InvalidArgumentError("query parameter 'ids' must be comma-separated run ids, got '" +
+                                    text + "'");
+      }
+      ids.push_back(id);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    RECTRAIN_ASSIGN_OR_RETURN(track::RunComparison cmp, s.CompareRuns(ids));
+    json runs = json::array();
+    for (const auto& r : cmp.runs) runs.push_back(SummaryJson(r));
+    json params = json::array();
+    for (const auto& row : cmp.differing_params) {
+      json values = json::array();
+      for (const auto& v : row.values) values.push_back(v ? json(*v) : json(nullptr));
+      params.push_back({{"key", row.key}, {"values", values}});
+    }
+    json metrics = json::array();
+    for (const auto& row : cmp.final_metrics) {
+      json values = json::array();
+      for (const auto& v : row.values) values.push_back(Nullable(v));
+      metrics.push_back({{"key", row.key}, {"values", values}});
+    }
+    SendJson(res, {{"runs", runs}, {"differing_params", params}, {"final_metrics", metrics}});
+    return OkStatus();
+  }));
+
+  server.Get("/api/groups", Wrap(store, [](TrackingStore& s, Req, Res res) -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(std::vector<track::GroupSummary> groups, s.ListGroups());
+    json out = json::array();
+    for (const auto& g : groups) {
+      out.push_back({{"group_id", g.group_id}, {"runs", g.runs}, {"running", g.running},
+                     {"finished", g.finished}, {"failed", g.failed}, {"stopped", g.stopped},
+                     {"first_start_time", g.first_start_time},
+                     {"last_start_time", g.last_start_time}});
+    }
+    SendJson(res, {{"groups", out}});
+    return OkStatus();
+  }));
+}
+
+}  // namespace rectrain::http::internal

@@ -1,0 +1,111 @@
+// rectrain/http/prometheus.h: a Prometheus metrics registry (counters and gauges with labels)
+// rendered in the text exposition format 0.0.4 for a `/metrics` route, plus the standard
+// process_* metrics (CPU seconds, RSS, ...) read from /proc/self.
+//
+// This target (rectrain::prometheus) depends only on base, so the trainer can own the counters
+// without linking the HTTP server; the CLI hands the registry to http::Server.
+//
+// Thread safety: every method is thread-safe. Counter/Gauge updates are lock-free atomics, so the
+// trainer thread may update them on its hot path while a server thread renders. Series pointers
+// stay valid for the life of the registry.
+//
+// Example:
+//   http::MetricsRegistry reg;
+//   RECTRAIN_ASSIGN_OR_RETURN(http::Counter* samples,
+//       reg.GetCounter("rectrain_train_samples_total", "Samples trained on.", {{"run", "12"}}));
+//   samples->Increment(4096);
+//   std::string text = reg.Render();   // "# HELP rectrain_train_samples_total ...\n..."
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/base/status.h"
+
+namespace rectrain::http {
+
+// Label name -> value. Order does not matter (the registry sorts by name).
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// A monotonically increasing value.
+class Counter {
+ public:
+  // Adds `v`. Negative or NaN increments are ignored (a counter never decreases).
+  void Increment(double v = 1.0);
+  // Raises the value to `total` if larger: for totals kept elsewhere (e.g. CPU seconds).
+  void SetTotal(double total);
+  double Value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0.0};
+};
+
+// A value that goes up and down.
+class Gauge {
+ public:
+  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void Add(double v) { value_.fetch_add(v, std::memory_order_relaxed); }
+  double Value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0.0};
+};
+
+class MetricsRegistry {
+ public:
+  // Returns the series `name{labels}`, creating it (and its family, with `help`) on first use;
+  // later calls with the same name and labels return the same pointer (help is kept from the
+  // first call). Errors (InvalidArgument): a name not matching [a-zA-Z_:][a-zA-Z0-9_:]*, a label
+  // name not matching [a-zA-Z_][a-zA-Z0-9_]* or starting with "__", a repeated label name, or a
+  // name already registered with the other type ("metric 'x' is already registered as a gauge").
+  Result<Counter*> GetCounter(std::string_view name, std::string_view help,
+                              const Labels& labels = {});
+  Result<Gauge*> GetGauge(std::string_view name, std::string_view help,
+                          const Labels& labels = {});
+
+  // Adds a callback run at the start of every Render() (outside the registry lock, so it may
+  // call GetGauge/GetCounter), e.g. to refresh gauges computed on demand.
+  void AddCollector(std::function<void()> collector);
+
+  // The exposition text: families sorted by name, each with "# HELP" and "# TYPE" lines, series
+  // sorted by their label text; label values and help escaped as the format requires.
+  std::string Render();
+
+ private:
+  enum class Type { kCounter, kGauge };
+  struct Family {
+    Type type;
+    std::string help;
+    std::map<std::string, std::unique_ptr<Counter>> counters;  // key: rendered label text
+    std::map<std::string, std::unique_ptr<Gauge>> gauges;
+  };
+  Result<Family*> GetFamily(std::string_view name, std::string_view help, Type type);
+
+  std::mutex mu_;
+  std::map<std::string, Family, std::less<>> families_;  // Guarded by mu_.
+  std::mutex collectors_mu_;
+  std::vector<std::function<void()>> collectors_;  // Guarded by collectors_mu_.
+};
+
+// Registers process_cpu_seconds_total, process_resident_memory_bytes,
+// process_virtual_memory_bytes, process_start_time_seconds, process_open_fds and
+// process_threads, refreshed from /proc/self at every Render().
+Status RegisterProcessMetrics(MetricsRegistry& registry);
+
+// Format helpers (exposed for tests).
+// Escapes '\\', '"' and newline as the label-value grammar requires.
+std::string EscapeLabelValue(std::string_view v);
+// Escapes '\\' and newline (HELP text).
+std::string EscapeHelp(std::string_view v);
+// Shortest round-trip decimal; "NaN", "+Inf", "-Inf" for non-finite values.
+std::string FormatSampleValue(double v);
+
+}  // namespace rectrain::http
