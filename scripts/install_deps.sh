@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config git
       libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev zlib1g-dev
-      libsqlite3-dev libcpp-httplib-dev prometheus
+      libsqlite3-dev libcpp-httplib-dev prometheus chromium
       python3)
 if [[ "${1:-}" == "--peer" ]]; then
   PKGS+=(python3-torch python3-pandas python3-sklearn python3-numpy)
