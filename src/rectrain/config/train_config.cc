@@ -38,7 +38,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.train_files = b.StringList("data.train", {});
   c.valid_files = b.StringList("data.valid", {});
   data::SchemaConfig& schema = c.data.schema;
-  schema.format = b.String("data.format", "criteo", {"criteo", "csv"});
+  schema.format = b.String("data.format", "criteo", {"criteo", "csv", "tsv"});
   schema.criteo_dense = static_cast<int>(b.Int("data.criteo_dense", 13, Range::Closed(0, 10000)));
   schema.criteo_sparse =
       static_cast<int>(b.Int("data.criteo_sparse", 26, Range::Closed(0, 10000)));
@@ -62,6 +62,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.read.shuffle_buffer_rows = b.Int("data.shuffle_buffer", 1 << 20, Range::Closed(1, kMaxInt));
   c.read.num_threads = static_cast<int>(b.Int("data.reader_threads", 1, Range::Closed(1, 64)));
   c.read.prefetch_batches = static_cast<int>(b.Int("data.prefetch", 4, Range::Closed(1, 1024)));
+  c.read.chunk_bytes = b.Bytes("data.chunk_bytes", 16 << 20, Range::Closed(1, 1 << 30));
   c.read.seed = c.seed;
 
   // features.*
@@ -167,8 +168,8 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   if (c.eval.gauc && schema.group_key.empty()) {
     b.AddError("eval.gauc", "needs data.group_key (the column that identifies a user or query)");
   }
-  if (schema.format == "csv" && schema.dense.empty() && schema.sparse.empty()) {
-    b.AddError("data.format", "csv needs data.dense and/or data.sparse column names");
+  if (schema.format != "criteo" && schema.dense.empty() && schema.sparse.empty()) {
+    b.AddError("data.format", schema.format + " needs data.dense and/or data.sparse column names");
   }
   return c;
 }

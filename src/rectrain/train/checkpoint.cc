@@ -1,0 +1,316 @@
+#include "rectrain/train/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+
+#include "rectrain/base/random.h"
+#include "rectrain/io/file.h"
+
+namespace rectrain::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kDenseMagic[8] = {'R', 'T', 'D', 'E', 'N', 'S', 'E', '1'};
+constexpr uint32_t kDenseVersion = 1;
+
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+class Cursor {
+ public:
+  Cursor(std::string_view data, std::string path) : data_(data), path_(std::move(path)) {}
+  template <typename T>
+  Status Get(T* v) {
+    if (pos_ + sizeof(T) > data_.size()) return Truncated();
+    std::memcpy(v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return OkStatus();
+  }
+  Status Bytes(size_t n, std::string_view* out) {
+    if (n > data_.size() - pos_) return Truncated();
+    *out = data_.substr(pos_, n);
+    pos_ += n;
+    return OkStatus();
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  Status Truncated() const {
+    return DataLossError(path_ + ": truncated at byte " + std::to_string(pos_));
+  }
+  std::string_view data_;
+  std::string path_;
+  size_t pos_ = 0;
+};
+
+Status WriteString(const std::string& path, std::string_view bytes) {
+  RECTRAIN_ASSIGN_OR_RETURN(auto writer, io::AtomicFileWriter::Create(path));
+  RECTRAIN_RETURN_IF_ERROR(writer->Append(bytes));
+  return writer->Commit();
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+  return buf;
+}
+
+Status FsError(const std::error_code& ec, const std::string& what) {
+  return ErrnoToStatus(ec.value(), what);
+}
+
+}  // namespace
+
+Status WriteDenseFile(const std::string& path, std::span<const optim::ParamRef> params,
+                      std::span<const std::span<float>> optimizer_state) {
+  std::string out;
+  size_t total = 64;
+  for (const auto& p : params) total += 16 + p.name.size() + p.value.size_bytes();
+  for (const auto& s : optimizer_state) total += 8 + s.size_bytes();
+  out.reserve(total);
+  out.append(kDenseMagic, sizeof(kDenseMagic));
+  Put<uint32_t>(&out, kDenseVersion);
+  Put<uint32_t>(&out, static_cast<uint32_t>(params.size()));
+  for (const auto& p : params) {
+    Put<uint32_t>(&out, static_cast<uint32_t>(p.name.size()));
+    out.append(p.name);
+    Put<uint64_t>(&out, p.value.size());
+    out.append(reinterpret_cast<const char*>(p.value.data()), p.value.size_bytes());
+  }
+  Put<uint32_t>(&out, static_cast<uint32_t>(optimizer_state.size()));
+  for (const auto& s : optimizer_state) {
+    Put<uint64_t>(&out, s.size());
+    out.append(reinterpret_cast<const char*>(s.data()), s.size_bytes());
+  }
+  Put<uint64_t>(&out, HashBytes(out, 0));
+  return WriteString(path, out);
+}
+
+Status ReadDenseFile(const std::string& path, std::span<const optim::ParamRef> params,
+                     std::span<const std::span<float>> optimizer_state) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::string data, io::ReadFileToString(path));
+  if (data.size() < sizeof(kDenseMagic) + 8 + 8 ||
+      std::memcmp(data.data(), kDenseMagic, sizeof(kDenseMagic)) != 0) {
+    return DataLossError(path + ": not a rectrain dense parameter file (bad magic or too short)");
+  }
+  uint64_t stored = 0;
+  std::memcpy(&stored, data.data() + data.size() - 8, 8);
+  std::string_view body(data.data(), data.size() - 8);
+  if (HashBytes(body, 0) != stored) {
+    return DataLossError(path + ": checksum mismatch (the file is corrupt or was truncated)");
+  }
+  Cursor cur(body, path);
+  std::string_view magic;
+  RECTRAIN_RETURN_IF_ERROR(cur.Bytes(sizeof(kDenseMagic), &magic));
+  uint32_t version = 0, num_params = 0;
+  RECTRAIN_RETURN_IF_ERROR(cur.Get(&version));
+  if (version != kDenseVersion) {
+    return InvalidArgumentError(path + ": dense file version " + std::to_string(version) +
+                                " is not supported (this build reads version " +
+                                std::to_string(kDenseVersion) + ")");
+  }
+  RECTRAIN_RETURN_IF_ERROR(cur.Get(&num_params));
+  if (num_params != params.size()) {
+    return InvalidArgumentError(path + ": has " + std::to_string(num_params) +
+                                " dense parameters but the model has " +
+                                std::to_string(params.size()) +
+                                " (was it written with a different model config?)");
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    uint32_t name_len = 0;
+    RECTRAIN_RETURN_IF_ERROR(cur.Get(&name_len));
+    std::string_view name;
+    RECTRAIN_RETURN_IF_ERROR(cur.Bytes(name_len, &name));
+    uint64_t count = 0;
+    RECTRAIN_RETURN_IF_ERROR(cur.Get(&count));
+    if (name != params[i].name || count != params[i].value.size()) {
+      return InvalidArgumentError(path + ": parameter " + std::to_string(i) + " is '" +
+                                  std::string(name) + "' with " + std::to_string(count) +
+                                  " values but the model has '" + params[i].name + "' with " +
+                                  std::to_string(params[i].value.size()) +
+                                  " (was it written with a different model config?)");
+    }
+    std::string_view bytes;
+    RECTRAIN_RETURN_IF_ERROR(cur.Bytes(count * sizeof(float), &bytes));
+    std::memcpy(params[i].value.data(), bytes.data(), bytes.size());
+  }
+  uint32_t num_state = 0;
+  RECTRAIN_RETURN_IF_ERROR(cur.Get(&num_state));
+  if (optimizer_state.empty()) return OkStatus();
+  if (num_state != optimizer_state.size()) {
+    return InvalidArgumentError(path + ": has " + std::to_string(num_state) +
+                                " optimizer state tensors but the optimizer has " +
+                                std::to_string(optimizer_state.size()) +
+                                " (was optimizer.type changed?)");
+  }
+  for (size_t i = 0; i < optimizer_state.size(); ++i) {
+    uint64_t count = 0;
+    RECTRAIN_RETURN_IF_ERROR(cur.Get(&count));
+    if (count != optimizer_state[i].size()) {
+      return InvalidArgumentError(path + ": optimizer state " + std::to_string(i) + " has " +
+                                  std::to_string(count) + " values, expected " +
+                                  std::to_string(optimizer_state[i].size()));
+    }
+    std::string_view bytes;
+    RECTRAIN_RETURN_IF_ERROR(cur.Bytes(count * sizeof(float), &bytes));
+    std::memcpy(optimizer_state[i].data(), bytes.data(), bytes.size());
+  }
+  return OkStatus();
+}
+
+Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
+                       std::span<const optim::ParamRef> params, optim::Optimizer* optimizer,
+                       std::span<embedding::EmbeddingTable* const> tables) {
+  const std::string tmp = dir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(fs::path(tmp) / "tables", ec) && ec) {
+    return FsError(ec, "cannot create checkpoint directory " + tmp);
+  }
+  std::vector<std::span<float>> state;
+  if (optimizer != nullptr) state = optimizer->State();
+  RECTRAIN_RETURN_IF_ERROR(WriteDenseFile(tmp + "/dense.bin", params, state));
+  nlohmann::json tables_json = nlohmann::json::array();
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const std::string& name = tables[t]->config().name;
+    const std::string rel = "tables/" + name + ".bin";
+    RECTRAIN_RETURN_IF_ERROR(tables[t]->Save(tmp + "/" + rel)) << "while saving table " << name;
+    const embedding::TableStats stats = tables[t]->Stats();
+    tables_json.push_back({{"name", name}, {"file", rel}, {"rows", stats.rows}, {"dim", tables[t]->dim()}});
+  }
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {
+      {"format", "rectrain-checkpoint"},
+      {"version", kCheckpointVersion},
+      {"step", meta.step},
+      {"epoch", meta.epoch},
+      {"rows_in_epoch", meta.rows_in_epoch},
+      {"rows_read_total", meta.rows_read_total},
+      {"rows_rejected_total", meta.rows_rejected_total},
+      {"train_seconds", meta.train_seconds},
+      {"best_metric", num(meta.best_metric)},
+      {"best_step", meta.best_step},
+      {"evals_without_improvement", meta.evals_without_improvement},
+      {"last_eval_step", meta.last_eval_step},
+      {"config_hash", Hex(meta.config_hash)},
+      {"model_type", meta.model_type},
+      {"dense", {{"file", "dense.bin"}, {"params", params.size()}, {"optimizer_state", state.size()}}},
+      {"tables", tables_json},
+      {"created_unix", static_cast<int64_t>(std::time(nullptr))},
+  };
+  RECTRAIN_RETURN_IF_ERROR(WriteString(tmp + "/meta.json", j.dump(2) + "\n"));
+  if (fs::exists(dir, ec)) {
+    fs::remove_all(dir, ec);
+    if (ec) return FsError(ec, "cannot replace " + dir);
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) return FsError(ec, "cannot rename " + tmp + " to " + dir);
+  return OkStatus();
+}
+
+Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
+  const std::string path = dir + "/meta.json";
+  RECTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return DataLossError(path + ": not valid JSON");
+  CheckpointMeta m;
+  try {
+    if (j.value("format", "") != "rectrain-checkpoint") {
+      return DataLossError(path + ": not a rectrain checkpoint (format field missing)");
+    }
+    const int version = j.at("version").get<int>();
+    if (version > kCheckpointVersion) {
+      return InvalidArgumentError(path + ": checkpoint version " + std::to_string(version) +
+                                  " is newer than this build reads (" +
+                                  std::to_string(kCheckpointVersion) + ")");
+    }
+    m.step = j.at("step").get<int64_t>();
+    m.epoch = j.at("epoch").get<int64_t>();
+    m.rows_in_epoch = j.at("rows_in_epoch").get<int64_t>();
+    m.rows_read_total = j.at("rows_read_total").get<int64_t>();
+    m.rows_rejected_total = j.at("rows_rejected_total").get<int64_t>();
+    m.train_seconds = j.at("train_seconds").get<double>();
+    m.best_metric = j.at("best_metric").is_null() ? std::numeric_limits<double>::quiet_NaN()
+                                                  : j.at("best_metric").get<double>();
+    m.best_step = j.at("best_step").get<int64_t>();
+    m.evals_without_improvement = j.at("evals_without_improvement").get<int64_t>();
+    m.last_eval_step = j.at("last_eval_step").get<int64_t>();
+    m.config_hash = std::stoull(j.at("config_hash").get<std::string>(), nullptr, 16);
+    m.model_type = j.at("model_type").get<std::string>();
+    for (const auto& t : j.at("tables")) m.tables.push_back(t.at("name").get<std::string>());
+  } catch (const std::exception& e) {
+    return DataLossError(path + ": malformed checkpoint metadata: " + e.what());
+  }
+  return m;
+}
+
+Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
+                                      std::span<const optim::ParamRef> params,
+                                      optim::Optimizer* optimizer,
+                                      std::span<embedding::EmbeddingTable* const> tables) {
+  RECTRAIN_ASSIGN_OR_RETURN(CheckpointMeta meta, ReadCheckpointMeta(dir));
+  if (meta.tables.size() != tables.size()) {
+    return InvalidArgumentError(dir + ": checkpoint has " + std::to_string(meta.tables.size()) +
+                                " embedding tables, the model has " +
+                                std::to_string(tables.size()));
+  }
+  for (size_t t = 0; t < tables.size(); ++t) {
+    if (meta.tables[t] != tables[t]->config().name) {
+      return InvalidArgumentError(dir + ": checkpoint table " + std::to_string(t) + " is '" +
+                                  meta.tables[t] + "', the model's is '" +
+                                  tables[t]->config().name + "'");
+    }
+  }
+  std::vector<std::span<float>> state;
+  if (optimizer != nullptr) state = optimizer->State();
+  RECTRAIN_RETURN_IF_ERROR(ReadDenseFile(dir + "/dense.bin", params, state));
+  for (size_t t = 0; t < tables.size(); ++t) {
+    RECTRAIN_RETURN_IF_ERROR(tables[t]->Load(dir + "/tables/" + meta.tables[t] + ".bin"))
+        << "while loading table " << meta.tables[t];
+  }
+  return meta;
+}
+
+std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& checkpoints_dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  fs::directory_iterator it(checkpoints_dir, ec);
+  if (ec) return out;
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos) continue;
+    const std::string digits = name.substr(5);
+    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    if (!fs::exists(entry.path() / "meta.json", ec)) continue;
+    out.emplace_back(std::stoll(digits), entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep) {
+  auto all = ListCheckpoints(checkpoints_dir);
+  std::error_code ec;
+  for (int64_t i = 0; i + keep < static_cast<int64_t>(all.size()); ++i) {
+    fs::remove_all(all[i].second, ec);
+    if (ec) return FsError(ec, "cannot remove old checkpoint " + all[i].second);
+  }
+  fs::directory_iterator it(checkpoints_dir, ec);
+  if (ec) return OkStatus();
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) fs::remove_all(entry.path(), ec);
+  }
+  return OkStatus();
+}
+
+}  // namespace rectrain::train

@@ -1,0 +1,131 @@
+// rectrain/train/trainer.h: the training loop and offline evaluation of a run directory.
+//
+// Train() owns everything a run needs: the compute pool (ComputeContext with `threads`; it
+// also sets the OpenMP thread count once, since oneDNN GEMMs follow it), one embedding table
+// per ModelSpec table, the model and the dense optimizer. One step:
+//   reader batch (prefetched on the reader's threads, overlapping compute)
+//   -> per table: dedupe ids, Pull(kTrain)                       ("lookup")
+//   -> Model::Forward + SigmoidCrossEntropy                        ("forward")
+//   -> Model::Backward                                             ("backward")
+//   -> EmbeddingTable::Push with the sparse lr                     ("sparse_update")
+//   -> Optimizer::Update with ScheduledLr(optimizer.*, step)       ("dense_update")
+// Each phase is timed; summary.json reports the breakdown. The validation set is evaluated
+// every train.eval_every_steps and at each epoch end (Pull kEval, no dropout, file order);
+// early stopping watches train.early_stopping.metric.
+//
+// Run directory (created if missing): config.yaml (resolved), train.log, checkpoints/step-<N>/,
+// model/ (final, checkpoint layout), summary.json (docs/formats/summary.md).
+//
+// Resume (options.resume): restores the newest checkpoint under run_dir/checkpoints and
+// continues (reader skip_rows, the same shuffle order, dropout seeds DeriveSeed(seed, step)),
+// so with deterministic: true and the same thread count the final model equals an
+// uninterrupted run's, bit for bit.
+//
+// Stopping: when *options.stop_signal becomes non-zero (a SIGINT/SIGTERM handler sets it to
+// the signal number), the current step finishes, a checkpoint is written, and Train() returns
+// a summary with status "interrupted" and interrupted_by = the signal.
+//
+// Thread safety: one Train()/EvaluateRun() per process at a time (it configures the OpenMP
+// pool); both run on the calling thread plus the reader's and the pool's threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/config/train_config.h"
+#include "rectrain/train/metrics.h"
+
+namespace rectrain::train {
+
+struct TrainerOptions {
+  std::string run_dir;                            // required
+  bool resume = false;                            // continue from the newest checkpoint
+  const std::atomic<int>* stop_signal = nullptr;  // non-zero: stop after the current step
+  int progress = -1;   // -1: a progress bar when stderr is a TTY; 0: log lines; 1: bar
+  bool echo = true;    // print log lines / the bar to stderr (train.log gets them regardless)
+};
+
+struct PhaseSeconds {
+  double data_wait = 0;
+  double lookup = 0;
+  double forward = 0;
+  double backward = 0;
+  double sparse_update = 0;
+  double dense_update = 0;
+};
+
+struct TableSummary {
+  std::string name;
+  int dim = 0;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  int64_t admissions = 0;
+  int64_t evictions = 0;
+  int64_t lookups = 0;
+  int64_t oov_lookups = 0;
+};
+
+struct OracleMetrics {
+  double auc = kNaN;
+  double logloss = kNaN;
+};
+
+struct TrainSummary {
+  std::string status;       // completed | early_stopped | interrupted | failed
+  int interrupted_by = 0;   // signal number when interrupted
+  std::string error;        // when failed
+  int64_t steps = 0;        // global steps completed (including earlier sessions)
+  int64_t session_steps = 0;
+  int64_t rows_read = 0;    // training rows over all sessions
+  int64_t rows_rejected = 0;
+  int64_t epochs = 0;       // epochs completed
+  double seconds = 0;       // training-loop time of this session (excludes eval/checkpoints)
+  double samples_per_sec = 0;  // this session's rows / seconds
+  PhaseSeconds breakdown;
+  bool has_valid = false;
+  EvalMetrics valid;
+  bool has_oracle = false;
+  OracleMetrics oracle;
+  std::vector<TableSummary> tables;
+  double wall_seconds = 0;
+  int64_t peak_rss_bytes = 0;
+  std::string last_checkpoint;
+  std::string model_dir;
+};
+
+// Runs (or resumes) training as configured. Config/data/model errors come back as a Status;
+// once the run directory exists, a failure also writes summary.json with status "failed".
+Result<TrainSummary> Train(const config::LoadedConfig& config, const TrainerOptions& options);
+
+// summary.json text for `s` (stable field names, docs/formats/summary.md).
+std::string SummaryJson(const TrainSummary& s);
+
+struct EvalOptions {
+  std::string run_dir;              // loads run_dir/config.yaml and run_dir/model/
+  std::vector<std::string> files;   // data to evaluate (paths/globs); same schema as training
+  std::string group_key;            // overrides data.group_key; enables GAUC when non-empty
+  int threads = 0;                  // 0: the run's `threads`
+};
+
+struct EvalReport {
+  EvalMetrics metrics;
+  bool gauc_requested = false;
+  bool has_oracle = false;
+  OracleMetrics oracle;
+  std::string oracle_note;          // why the oracle is missing, when a .prob file was unusable
+  double seconds = 0;
+};
+
+// Evaluates the final model of a run directory on `files`.
+Result<EvalReport> EvaluateRun(const EvalOptions& options);
+
+// Oracle metrics from FILE.prob side files (data::ReadProbabilities) against `labels`: requires
+// a .prob for every expanded file and a total count equal to labels.size(). Returns false with
+// `note` set (or empty when no file has a .prob) when unavailable.
+bool OracleFromProbFiles(const std::vector<std::string>& patterns, const std::vector<float>& labels,
+                         const ComputeContext& compute, OracleMetrics* out, std::string* note);
+
+}  // namespace rectrain::train
