@@ -200,7 +200,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     if (expected_rows <= 0) return 0;
     // 10% headroom over the mean: hashing spreads ids evenly, but not exactly.
     int64_t per_shard = expected_rows / config_.num_shards + expected_rows / config_.num_shards / 10 + 16;
-    if (budgeted_) per_shard = std::min(per_shard, shard_budget_ / (stride_bytes_ + 22));
+    if (budgeted_) per_shard = std::min(per_shard, shard_budget_ / (stride_bytes_ + 64));
     return per_shard;
   }
 
