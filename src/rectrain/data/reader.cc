@@ -139,6 +139,7 @@ void ParseChunk(const FileInfo& f, const ChunkRef& ref, int64_t max_bad_rows, bo
     pos = static_cast<const char*>(nl) - buf->data() + 1;
   }
   const int64_t limit = ref.end - read_from;  // owned lines start before this buffer offset
+  const int64_t first_pos = pos;
   int64_t rel_line = 0;
   int64_t bad_count = 0;
   while (pos < limit) {
@@ -176,6 +177,13 @@ void ParseChunk(const FileInfo& f, const ChunkRef& ref, int64_t max_bad_rows, bo
       }
     }
     pos = line_end + 1;
+    if (rel_line == 64) {
+      // Size the row block once from the average line so far, instead of growing it by doubling
+      // (each growth copies and touches fresh memory).
+      const double avg = static_cast<double>(pos - first_pos) / 64.0;
+      out->block.Reserve(*parser->plan(),
+                         static_cast<int64_t>(static_cast<double>(limit - first_pos) / avg * 1.1) + 64);
+    }
     if ((rel_line & 1023) == 0 && stop.load(std::memory_order_relaxed)) return;
   }
   out->lines = rel_line;
@@ -309,6 +317,19 @@ class TextBatchReader final : public BatchReader {
     return std::optional<Batch>(std::move(item.batch));
   }
 
+  void Recycle(Batch&& batch) override {
+    // Keep a few batches' buffers for reuse (fresh memory is slow to touch on these machines);
+    // only full-size batches of this reader's shape are worth keeping.
+    if (batch.size != options_.batch_size || batch.num_dense != plan_.num_dense() ||
+        batch.num_sparse() != plan_.num_sparse()) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(recycle_mu_);
+    if (static_cast<int>(recycled_.size()) < options_.prefetch_batches + 2) {
+      recycled_.push_back(std::move(batch));
+    }
+  }
+
   ReaderStats Stats() const override {
     std::lock_guard<std::mutex> lock(stats_mu_);
     return stats_;
@@ -385,7 +406,18 @@ class TextBatchReader final : public BatchReader {
   // ---- batch building (assembler thread) ----
   void StartBatch() {
     const int64_t bs = options_.batch_size;
-    batch_ = Batch();
+    {
+      std::lock_guard<std::mutex> lock(recycle_mu_);
+      if (!recycled_.empty()) {
+        batch_ = std::move(recycled_.back());
+        recycled_.pop_back();
+      } else {
+        batch_ = Batch();
+      }
+    }
+    batch_.size = 0;
+    batch_.source.clear();
+    batch_.first_line = 0;
     batch_.num_dense = plan_.num_dense();
     batch_.labels.resize(bs);
     batch_.dense.resize(bs * plan_.num_dense());
@@ -627,6 +659,9 @@ class TextBatchReader final : public BatchReader {
   std::condition_variable q_cv_;
   std::deque<Item> queue_;  // guarded by q_mu_
   bool q_stop_ = false;     // guarded by q_mu_
+
+  std::mutex recycle_mu_;
+  std::vector<Batch> recycled_;  // guarded by recycle_mu_
 
   mutable std::mutex stats_mu_;
   ReaderStats stats_;  // guarded by stats_mu_

@@ -74,8 +74,10 @@ struct ReadOptions {
   int prefetch_batches = 4;        // bounded queue depth
   int64_t skip_rows = 0;           // resume: rows of this pass already consumed
   // Added by data/: files are read and parsed in chunks of about this many bytes (split at
-  // newlines); the unit of parallelism and of chunk-order shuffling. 1 .. 1 GiB.
-  int64_t chunk_bytes = 16 << 20;
+  // newlines); the unit of parallelism and of chunk-order shuffling. 1 .. 1 GiB. 2 MiB measured
+  // 3x faster than 8-16 MiB (smaller parsed blocks are reused from the heap instead of
+  // touching fresh pages; see docs/data.md).
+  int64_t chunk_bytes = 2 << 20;
 };
 
 struct ReaderStats {
@@ -95,6 +97,9 @@ class BatchReader {
   // The last batch may be smaller than batch_size.
   virtual Result<std::optional<Batch>> Next() = 0;
   virtual ReaderStats Stats() const = 0;
+  // Added by data/ (optional): hands a consumed Batch back so its buffers are reused for a later
+  // batch instead of allocating fresh memory. The caller must not use `batch` afterwards.
+  virtual void Recycle(Batch&& batch) { (void)batch; }
   // Names of the dense and sparse fields in Batch order.
   virtual const std::vector<std::string>& dense_names() const = 0;
   virtual const std::vector<std::string>& sparse_names() const = 0;

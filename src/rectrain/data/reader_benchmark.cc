@@ -1,10 +1,13 @@
 // Reader and generator throughput in MB/s of Criteo-format text.
 //   BM_ParseLines      the parse + transform core on one thread, file already in memory
-//   BM_ReadCriteo/T    a full BatchReader pass (pread, T parse workers, batches of 4096)
+//   BM_ReadCriteo/T/C  a full BatchReader pass (pread, T parse workers, C MiB chunks, batches of 4096)
 //   BM_Generate/T      GenerateDataset with T threads (criteo shape)
-// The input (criteo shape, 200k rows, ~45 MB) is generated once into $TMPDIR.
+// The input (criteo shape, 200k rows, ~45 MB) is generated once into $TMPDIR, or taken from
+// $RECTRAIN_BENCH_INPUT (a criteo-format file that is left in place).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
+
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +20,18 @@
 namespace rectrain::data {
 namespace {
 
+// CPU seconds of the whole process (all threads): the machines are shared, so MB per CPU-second
+// ("per core") is steadier than wall-clock MB/s.
+double ProcessCpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 const std::string& InputFile() {
-  static const std::string path = [] {
+  // Leaked on purpose: the atexit hook below runs after static destructors would have.
+  static const std::string& path = *new std::string([] {
+    if (const char* given = std::getenv("RECTRAIN_BENCH_INPUT")) return std::string(given);
     const char* tmp = std::getenv("TMPDIR");
     std::string p = std::string(tmp ? tmp : "/tmp") + "/rectrain_reader_bench_" + std::to_string(::getpid()) + ".tsv";
     GenerateConfig c;
@@ -32,11 +45,12 @@ const std::string& InputFile() {
       std::abort();
     }
     std::atexit([] {
+      if (std::getenv("RECTRAIN_BENCH_INPUT")) return;
       std::filesystem::remove(InputFile());
       std::filesystem::remove(InputFile() + ".prob");
     });
     return p;
-  }();
+  }());
   return path;
 }
 
@@ -46,6 +60,7 @@ void BM_ParseLines(benchmark::State& state) {
   auto plan = internal::BuildPlan(config, {});
   internal::LineParser parser(&plan.value());
   internal::RowBlock block;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
     block.Reset();
     size_t pos = 0;
@@ -59,6 +74,8 @@ void BM_ParseLines(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(block.ids.data());
   }
+  state.counters["MB_per_cpu_s"] = static_cast<double>(state.iterations()) *
+                                   static_cast<double>(text.size()) / 1e6 / (ProcessCpuSeconds() - cpu0);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
 }
 BENCHMARK(BM_ParseLines)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -69,24 +86,32 @@ void BM_ReadCriteo(benchmark::State& state) {
   ReadOptions opt;
   opt.num_threads = static_cast<int>(state.range(0));
   opt.batch_size = 4096;
+  if (state.range(1) > 0) opt.chunk_bytes = state.range(1) << 20;
   int64_t bytes = 0, rows = 0;
   double wait = 0;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
     auto reader = OpenBatchReader(config, opt).value();
     while (true) {
       auto b = reader->Next();
       if (!b.ok() || !b->has_value()) break;
       benchmark::DoNotOptimize((*b)->labels.data());
+      reader->Recycle(std::move(**b));
     }
     bytes += reader->Stats().bytes_read;
     rows += reader->Stats().rows_read;
     wait += reader->Stats().wait_seconds;
   }
+  const double cpu = ProcessCpuSeconds() - cpu0;
   state.SetBytesProcessed(bytes);
+  state.counters["MB_per_cpu_s"] = static_cast<double>(bytes) / 1e6 / cpu;
   state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
   state.counters["wait_s"] = wait / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_ReadCriteo)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Args: parse threads, chunk MiB (0 = the default).
+BENCHMARK(BM_ReadCriteo)
+    ->Args({1, 0})->Args({2, 0})->Args({1, 1})->Args({1, 8})->Args({1, 16})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 void BM_Generate(benchmark::State& state) {
   const std::string out = InputFile() + ".gen.tsv";
@@ -95,7 +120,9 @@ void BM_Generate(benchmark::State& state) {
   c.rows = 100000;
   c.num_threads = static_cast<int>(state.range(0));
   int64_t bytes = 0;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) bytes += GenerateDataset(c).value().bytes;
+  state.counters["MB_per_cpu_s"] = static_cast<double>(bytes) / 1e6 / (ProcessCpuSeconds() - cpu0);
   state.SetBytesProcessed(bytes);
   std::filesystem::remove(out);
   std::filesystem::remove(out + ".prob");

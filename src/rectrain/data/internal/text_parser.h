@@ -103,6 +103,7 @@ struct RowBlock {
 class LineParser {
  public:
   explicit LineParser(const ParsePlan* plan) : plan_(plan) {}
+  const ParsePlan* plan() const { return plan_; }
   // Parses one line (without '\n'; a trailing '\r' is ignored) into block->rows, or appends a
   // BadRow and returns false. Never reads outside `line`.
   bool ParseLine(std::string_view line, int64_t rel_line, bool keep_raw, RowBlock* block);
