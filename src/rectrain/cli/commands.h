@@ -1,0 +1,21 @@
+// rectrain/cli/commands.h: one entry point per subcommand (one .cc file each). Each takes the
+// arguments after its name and returns the process exit code (exit_codes.h).
+// Thread safety: called once from main().
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace rectrain::cli {
+
+int RunDataGen(const std::vector<std::string>& args);
+int RunTrain(const std::vector<std::string>& args);
+int RunEval(const std::vector<std::string>& args);
+int RunQuickstart(const std::vector<std::string>& args);
+
+// Installs SIGINT/SIGTERM handlers that request a clean stop (a second signal exits at once);
+// returns the flag the trainer polls (the signal number once one arrived).
+const std::atomic<int>* InstallStopHandlers();
+
+}  // namespace rectrain::cli

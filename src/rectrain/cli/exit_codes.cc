@@ -1,0 +1,52 @@
+#include "rectrain/cli/exit_codes.h"
+
+#include <cstdio>
+#include <string>
+
+namespace rectrain::cli {
+
+ExitInfo ExitInfoFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return {0, ""};
+    case StatusCode::kInvalidArgument:
+      return {2, "check the flags (rectrain help) and the config keys (docs/config.md)"};
+    case StatusCode::kNotFound:
+      return {3, "check that the path exists (globs must match at least one file)"};
+    case StatusCode::kDataLoss:
+      return {4, "the file is corrupt or truncated; regenerate it or restore a good copy"};
+    case StatusCode::kResourceExhausted:
+      return {5, "raise embedding.memory_budget, or set embedding.on_budget: evict"};
+    case StatusCode::kFailedPrecondition:
+      return {6, ""};
+    case StatusCode::kAborted:
+      return {7, "lower the learning rates (optimizer.lr, embedding.optimizer.lr) or add optimizer.warmup_steps"};
+    case StatusCode::kAlreadyExists:
+      return {8, "choose another --run-dir, or continue that run with --resume"};
+    case StatusCode::kPermissionDenied:
+      return {9, "check the permissions of the file or directory"};
+    case StatusCode::kUnimplemented:
+      return {10, ""};
+    case StatusCode::kCancelled:
+      return {130, ""};
+    case StatusCode::kUnknown:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kInternal:
+    case StatusCode::kUnavailable:
+      return {1, "if this persists, report it with the run's train.log"};
+  }
+  return {1, ""};
+}
+
+int ReportError(std::string_view command, const Status& status) {
+  const ExitInfo info = ExitInfoFor(status.code());
+  std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(command.size()), command.data(),
+               status.message().c_str());
+  if (!info.hint.empty()) {
+    std::fprintf(stderr, "hint: %.*s\n", static_cast<int>(info.hint.size()), info.hint.data());
+  }
+  return info.exit_code == 0 ? 1 : info.exit_code;
+}
+
+}  // namespace rectrain::cli

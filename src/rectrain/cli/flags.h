@@ -1,0 +1,54 @@
+// rectrain/cli/flags.h: a small strict command-line flag parser for the subcommands.
+// Flags are `--name value` or `--name=value`; boolean flags take no value. Unknown flags,
+// missing values, malformed integers and missing positionals are InvalidArgument errors that
+// name the flag (and the nearest known one). `-h` / `--help` sets help_requested().
+// Thread safety: single-threaded use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/status.h"
+
+namespace rectrain::cli {
+
+class FlagParser {
+ public:
+  // `command` is e.g. "rectrain train"; `synopsis` the usage line after it.
+  FlagParser(std::string command, std::string synopsis, std::string description);
+
+  void String(const std::string& name, std::string* out, const std::string& help);
+  void Int(const std::string& name, int64_t* out, const std::string& help);
+  void Repeated(const std::string& name, std::vector<std::string>* out, const std::string& help);
+  void Bool(const std::string& name, bool* out, const std::string& help);
+  // Positionals are filled in order; `required` ones must be present.
+  void Positional(const std::string& name, std::string* out, bool required, const std::string& help);
+
+  [[nodiscard]] Status Parse(const std::vector<std::string>& args);
+  bool help_requested() const { return help_requested_; }
+  std::string Help() const;
+
+ private:
+  enum class Kind { kString, kInt, kRepeated, kBool };
+  struct Flag {
+    std::string name;
+    Kind kind;
+    void* out;
+    std::string help;
+    bool seen = false;
+  };
+  struct Pos {
+    std::string name;
+    std::string* out;
+    bool required;
+    std::string help;
+  };
+  Flag* Find(const std::string& name);
+  std::string command_, synopsis_, description_;
+  std::vector<Flag> flags_;
+  std::vector<Pos> positionals_;
+  bool help_requested_ = false;
+};
+
+}  // namespace rectrain::cli

@@ -1,0 +1,66 @@
+#include "rectrain/cli/flags.h"
+
+#include <gtest/gtest.h>
+
+#include "rectrain/cli/exit_codes.h"
+
+namespace rectrain::cli {
+namespace {
+
+TEST(FlagParser, ParsesAllKinds) {
+  std::string pos, s;
+  int64_t n = 0;
+  std::vector<std::string> r;
+  bool b = false;
+  FlagParser p("rectrain x", "ARG", "desc");
+  p.Positional("ARG", &pos, true, "");
+  p.String("name", &s, "");
+  p.Int("rows", &n, "");
+  p.Repeated("set", &r, "");
+  p.Bool("json", &b, "");
+  ASSERT_TRUE(p.Parse({"a.yaml", "--name", "v", "--rows=12", "--set", "x=1", "--set=y=2", "--json"}).ok());
+  EXPECT_EQ(pos, "a.yaml");
+  EXPECT_EQ(s, "v");
+  EXPECT_EQ(n, 12);
+  EXPECT_EQ(r, (std::vector<std::string>{"x=1", "y=2"}));
+  EXPECT_TRUE(b);
+}
+
+TEST(FlagParser, Errors) {
+  std::string pos, s;
+  int64_t n = 0;
+  auto make = [&]() {
+    FlagParser p("rectrain x", "ARG", "desc");
+    p.Positional("ARG", &pos, true, "");
+    p.String("run-dir", &s, "");
+    p.Int("rows", &n, "");
+    return p;
+  };
+  EXPECT_EQ(make().Parse({"a", "--run-dri", "x"}).message(),
+            "unknown flag --run-dri for rectrain x; did you mean --run-dir? (see rectrain x --help)");
+  EXPECT_EQ(make().Parse({"a", "-x"}).message(), "unknown flag -x for rectrain x (see rectrain x --help)");
+  EXPECT_EQ(make().Parse({"a", "--rows"}).message(), "flag --rows needs a value (see rectrain x --help)");
+  EXPECT_EQ(make().Parse({"a", "--rows", "1k"}).message(), "flag --rows expects an integer, got \"1k\"");
+  EXPECT_EQ(make().Parse({}).message(), "rectrain x needs ARG (see rectrain x --help)");
+  EXPECT_EQ(make().Parse({"a", "b"}).message(), "unexpected argument \"b\" for rectrain x (see rectrain x --help)");
+  EXPECT_EQ(make().Parse({"a", "--rows", "1", "--rows", "2"}).message(),
+            "flag --rows given twice (see rectrain x --help)");
+  FlagParser h = make();
+  ASSERT_TRUE(h.Parse({"--help"}).ok());
+  EXPECT_TRUE(h.help_requested());
+}
+
+TEST(ExitCodes, Table) {
+  EXPECT_EQ(ExitInfoFor(StatusCode::kInvalidArgument).exit_code, 2);
+  EXPECT_EQ(ExitInfoFor(StatusCode::kNotFound).exit_code, 3);
+  EXPECT_EQ(ExitInfoFor(StatusCode::kDataLoss).exit_code, 4);
+  EXPECT_EQ(ExitInfoFor(StatusCode::kResourceExhausted).exit_code, 5);
+  EXPECT_EQ(ExitInfoFor(StatusCode::kAborted).exit_code, 7);
+  EXPECT_EQ(ExitInfoFor(StatusCode::kAlreadyExists).exit_code, 8);
+  EXPECT_EQ(ExitInfoFor(StatusCode::kInternal).exit_code, 1);
+  EXPECT_EQ(SignalExitCode(2), 130);
+  EXPECT_EQ(SignalExitCode(15), 143);
+}
+
+}  // namespace
+}  // namespace rectrain::cli

@@ -1,0 +1,111 @@
+// rectrain: the command-line tool. Thin: parses flags and calls the library (docs/cli.md).
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include "rectrain/cli/commands.h"
+#include "rectrain/cli/exit_codes.h"
+#include "rectrain/config/binder.h"
+
+#ifndef RECTRAIN_VERSION
+#define RECTRAIN_VERSION "0.0.0"
+#endif
+
+namespace rectrain::cli {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int sig) {
+  if (g_stop_signal.load() != 0) {
+    // Second signal: stop now, without waiting for the step and checkpoint.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal.store(sig);
+  static const char kMsg[] =
+      "\nrectrain: stopping after the current step and writing a checkpoint (signal again to "
+      "abort at once)\n";
+  (void)!write(2, kMsg, sizeof(kMsg) - 1);
+}
+
+const char kUsage[] =
+    "usage: rectrain <command> [args]\n"
+    "\n"
+    "commands:\n"
+    "  data gen     generate a synthetic Criteo-format dataset with a known truth (FILE.prob)\n"
+    "  train        train a model from a YAML config (docs/config.md)\n"
+    "  eval         evaluate a run's final model on data files\n"
+    "  quickstart   generate data, train DeepFM and compare its AUC with the oracle (~1 min)\n"
+    "  help         show this help, or `rectrain help <command>`\n"
+    "\n"
+    "flags: --version, --help. `rectrain <command> --help` describes a command's flags.\n"
+    "docs: docs/cli.md (commands, exit codes), docs/config.md (every config key)\n";
+
+}  // namespace
+
+const std::atomic<int>* InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return &g_stop_signal;
+}
+
+int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
+  if (cmd == "train") return RunTrain(rest);
+  if (cmd == "eval") return RunEval(rest);
+  if (cmd == "quickstart") return RunQuickstart(rest);
+  if (cmd == "data") {
+    if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
+      std::printf("usage: rectrain data gen --rows N --out FILE [--seed S] [--shape criteo|seed|easy] [--threads T]\n");
+      return rest.empty() ? 2 : 0;
+    }
+    if (rest[0] == "gen") return RunDataGen(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    return ReportError("rectrain data",
+                       InvalidArgumentError("unknown subcommand \"" + rest[0] + "\"; available: gen"));
+  }
+  std::string msg = "unknown command \"" + cmd + "\"";
+  const char* known[] = {"data", "train", "eval", "quickstart", "help"};
+  for (const char* k : known) {
+    if (config::EditDistance(cmd, k) <= 2) {
+      msg += "; did you mean " + std::string(k) + "?";
+      break;
+    }
+  }
+  std::fprintf(stderr, "rectrain: error: %s\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace rectrain::cli
+
+int main(int argc, char** argv) {
+  using rectrain::cli::Dispatch;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(rectrain::cli::kUsage, stderr);
+    return 2;
+  }
+  const std::string& cmd = args[0];
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("rectrain %s\n", RECTRAIN_VERSION);
+    return 0;
+  }
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    if (args.size() >= 2) {
+      std::vector<std::string> rest(args.begin() + 2, args.end());
+      rest.push_back("--help");
+      if (args[1] == "data") rest.insert(rest.begin(), "gen");
+      return Dispatch(args[1], rest);
+    }
+    std::fputs(rectrain::cli::kUsage, stdout);
+    return 0;
+  }
+  return Dispatch(cmd, std::vector<std::string>(args.begin() + 1, args.end()));
+}
