@@ -60,6 +60,17 @@ inline void SetRowId(float* row, uint64_t v) { std::memcpy(row, &v, 8); }
 inline void SetRowUpdates(float* row, uint32_t v) { std::memcpy(row + 2, &v, 4); }
 inline void SetRowTick(float* row, uint32_t v) { std::memcpy(row + 3, &v, 4); }
 
+// Row copy with the common widths as compile-time sizes (inlined vector moves, no libc call).
+inline void CopyRow(float* dst, const float* src, int dim) {
+  switch (dim) {
+    case 8: std::memcpy(dst, src, 32); return;
+    case 16: std::memcpy(dst, src, 64); return;
+    case 32: std::memcpy(dst, src, 128); return;
+    case 64: std::memcpy(dst, src, 256); return;
+    default: std::memcpy(dst, src, static_cast<size_t>(dim) * 4);
+  }
+}
+
 struct Shard {
   Shard(int64_t stride_floats, int64_t first_block_rows) : slab(stride_floats, first_block_rows) {}
 
@@ -71,6 +82,10 @@ struct Shard {
   std::vector<float> oov_grad;
   bool oov_touched = false;
   bool recycled = false;  // a row touched in this call was evicted and may have been reused
+  // rows_scratch_[untick_begin, untick_end) were found by this Pull but their last-access tick
+  // is only written in phase 2; an eviction first stamps them so LRU sees them as in use.
+  int64_t untick_begin = 0;
+  int64_t untick_end = 0;
   int64_t admissions = 0;
   int64_t evictions = 0;
   int64_t oov_lookups = 0;
@@ -256,6 +271,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     const int64_t end = shard_begin_[s + 1];
     if (begin == end) return OkStatus();
     sh.recycled = false;
+    sh.untick_begin = begin;
     const bool train = mode == PullMode::kTrain;
     // Phase 1: look every id up (index slots prefetched ahead), admitting new ids in kTrain.
     for (int64_t j = begin; j < end; ++j) {
@@ -263,14 +279,18 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       const uint64_t id = ids[order_[j]];
       float* row = sh.index.Find(id, hashes_[j]);
       if (row == nullptr && train) {
+        sh.untick_end = j;
         Result<float*> admitted = Admit(s, sh, id, hashes_[j]);
-        if (!admitted.ok()) return admitted.status();
+        if (!admitted.ok()) {
+          sh.untick_begin = sh.untick_end = 0;
+          return admitted.status();
+        }
         row = *admitted;
       }
       rows_scratch_[j] = row;
     }
+    sh.untick_begin = sh.untick_end = 0;
     // Phase 2: copy rows out (rows prefetched ahead) and mark them used.
-    const size_t row_bytes = static_cast<size_t>(dim_) * 4;
     for (int64_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance / 2 < end && rows_scratch_[j + kPrefetchDistance / 2]) {
         PrefetchRow(rows_scratch_[j + kPrefetchDistance / 2]);
@@ -281,10 +301,10 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       if (row != nullptr && sh.recycled && RowId(row) != ids[pos]) row = nullptr;
       float* dst = out + static_cast<int64_t>(pos) * dim_;
       if (row == nullptr) {
-        std::memcpy(dst, oov_.data(), row_bytes);
+        CopyRow(dst, oov_.data(), dim_);
         ++sh.oov_lookups;
       } else {
-        std::memcpy(dst, row + kMetaFloats, row_bytes);
+        CopyRow(dst, row + kMetaFloats, dim_);
         if (train) SetRowTick(row, tick_);
       }
     }
@@ -413,6 +433,10 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   // tick; ties broken in memory order). The k-th smallest tick is found by a 3-digit radix
   // select over sequential scans of the slab, so no per-row scratch memory is needed.
   void EvictBatch(Shard& sh) {
+    for (int64_t j = sh.untick_begin; j < sh.untick_end; ++j) {
+      if (rows_scratch_[j] != nullptr) SetRowTick(rows_scratch_[j], tick_);
+    }
+    sh.untick_begin = sh.untick_end;
     const int64_t k = std::max<int64_t>(1, sh.index.size() / 16);
     uint32_t prefix = 0;
     int prefix_bits = 0;

@@ -341,6 +341,63 @@ TEST(EmbeddingTableTest, EvictionKeepsBudgetAndEvictsLeastRecentlyUsed) {
                         })));
 }
 
+// Rows read earlier in the same Pull count as used: eviction inside that Pull takes other rows.
+// (Ids in one shard are processed in call order, so 0..9 are looked up before the new ids.)
+TEST(EmbeddingTableTest, EvictionInsidePullSparesRowsUsedByThatPull) {
+  EmbeddingTableConfig c;
+  c.dim = 8;
+  c.num_shards = 1;
+  c.memory_budget_bytes = 4224;  // OOV 64 + index 1024 + pending 256 + 36 rows of 80 bytes
+  auto t = MustMake(c);
+  std::vector<uint64_t> first;
+  for (uint64_t id = 0; id < 30; ++id) first.push_back(id);
+  PullVec(*t, first, PullMode::kTrain);
+  std::vector<uint64_t> second;
+  for (uint64_t id = 0; id < 10; ++id) second.push_back(id);
+  for (uint64_t id = 100; id < 125; ++id) second.push_back(id);
+  const std::vector<float> got = PullVec(*t, second, PullMode::kTrain);
+  // Every output is that id's own initial row: nothing was read from a recycled row.
+  auto init = internal::RowInitializer::Make(c.initializer, c.seed);
+  std::vector<float> own(8);
+  for (size_t i = 0; i < second.size(); ++i) {
+    init->Fill(second[i], own);
+    EXPECT_TRUE(std::equal(own.begin(), own.end(), got.begin() + i * 8)) << second[i];
+  }
+  const std::vector<float> oov = PullVec(*t, {999999}, PullMode::kEval);
+  for (uint64_t id : second) EXPECT_NE(PullVec(*t, {id}, PullMode::kEval), oov) << id;
+  int survivors = 0;
+  for (uint64_t id = 10; id < 30; ++id) survivors += PullVec(*t, {id}, PullMode::kEval) != oov;
+  EXPECT_LE(survivors, 1);
+  EXPECT_LE(t->Stats().bytes, c.memory_budget_bytes);
+}
+
+// When one Pull needs more rows than the budget holds, rows of that Pull are recycled; the
+// ids that lost their row read the OOV row, never another id's row.
+TEST(EmbeddingTableTest, PullLargerThanBudgetNeverReturnsAnotherIdsRow) {
+  EmbeddingTableConfig c;
+  c.dim = 8;
+  c.num_shards = 1;
+  c.memory_budget_bytes = 4224;
+  auto t = MustMake(c);
+  const std::vector<float> oov = PullVec(*t, {999999}, PullMode::kEval);
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 0; id < 200; ++id) ids.push_back(id * 3 + 1);
+  const std::vector<float> got = PullVec(*t, ids, PullMode::kTrain);
+  auto init = internal::RowInitializer::Make(c.initializer, c.seed);
+  std::vector<float> own(8);
+  int own_rows = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    init->Fill(ids[i], own);
+    const bool is_own = std::equal(own.begin(), own.end(), got.begin() + i * 8);
+    const bool is_oov = std::equal(oov.begin(), oov.end(), got.begin() + i * 8);
+    EXPECT_TRUE(is_own || is_oov) << ids[i];
+    own_rows += is_own;
+  }
+  EXPECT_GE(own_rows, 30);
+  EXPECT_LT(own_rows, 200);
+  EXPECT_LE(t->Stats().bytes, c.memory_budget_bytes);
+}
+
 TEST(EmbeddingTableTest, EvictionUnderManyShardsStaysInBudget) {
   EmbeddingTableConfig c;
   c.dim = 16;
