@@ -187,9 +187,10 @@ class ParquetFile {
   // prefer a ColumnChunkReader in loops.
   Result<ColumnData> ReadColumn(int row_group, int column) const;
 
+  struct Impl;  // implementation detail (internal/file_impl.h)
+
  private:
   friend class ColumnChunkReader;
-  struct Impl;
   ParquetFile();
   // Reads [offset, offset + size) of the file into out (bounds already checked).
   Status ReadAt(int64_t offset, int64_t size, std::vector<uint8_t>* out) const;
@@ -214,8 +215,9 @@ class ColumnChunkReader {
   // capacity kept). On error *out is unspecified. Errors as described at the top of this file.
   Status Read(int row_group, int column, ColumnData* out);
 
+  struct Scratch;  // implementation detail (column_reader.cc)
+
  private:
-  struct Scratch;
   const ParquetFile* file_;
   std::unique_ptr<Scratch> scratch_;
 };

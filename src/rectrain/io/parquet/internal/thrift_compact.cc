@@ -135,7 +135,9 @@ Status ThriftReader::ReadListHeader(TType type, TType* elem_type, int64_t* size)
   }
   *elem_type = static_cast<TType>(t);
   uint64_t n = byte >> 4;
-  if (n == 15) RECTRAIN_RETURN_IF_ERROR(ReadVarint(&n));
+  if (n == 15) {
+    RECTRAIN_RETURN_IF_ERROR(ReadVarint(&n));
+  }
   // Every element takes at least one byte, so a count above the remaining bytes is corrupt.
   if (n > static_cast<uint64_t>(remaining())) {
     return DataLossError("thrift: list of " + std::to_string(n) + " elements exceeds the " +
