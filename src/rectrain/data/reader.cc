@@ -484,19 +484,19 @@ class TextBatchReader final : public BatchReader {
       }
       const int64_t j = sb_size_++;
       sb_labels_[j] = b.labels[r];
-      std::copy(&b.dense[r * nd], &b.dense[r * nd] + nd, &sb_dense_[j * nd]);
-      std::copy(&b.ids[r * ns], &b.ids[r * ns] + ns, &sb_ids_[j * ns]);
+      std::copy(b.dense.data() + r * nd, b.dense.data() + r * nd + nd, sb_dense_.data() + j * nd);
+      std::copy(b.ids.data() + r * ns, b.ids.data() + r * ns + ns, sb_ids_.data() + j * ns);
       if (plan_.has_group) sb_group_[j] = group;
       return true;
     }
     const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(cap)));
-    if (!EmitRow(sb_labels_[j], &sb_dense_[j * nd], &sb_ids_[j * ns],
+    if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns,
                  plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
       return false;
     }
     sb_labels_[j] = b.labels[r];
-    std::copy(&b.dense[r * nd], &b.dense[r * nd] + nd, &sb_dense_[j * nd]);
-    std::copy(&b.ids[r * ns], &b.ids[r * ns] + ns, &sb_ids_[j * ns]);
+    std::copy(b.dense.data() + r * nd, b.dense.data() + r * nd + nd, sb_dense_.data() + j * nd);
+    std::copy(b.ids.data() + r * ns, b.ids.data() + r * ns + ns, sb_ids_.data() + j * ns);
     if (plan_.has_group) sb_group_[j] = group;
     return true;
   }
@@ -507,15 +507,15 @@ class TextBatchReader final : public BatchReader {
     // Emit the remainder in a uniformly random order (Fisher-Yates draw without replacement).
     while (sb_size_ > 0) {
       const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(sb_size_)));
-      if (!EmitRow(sb_labels_[j], &sb_dense_[j * nd], &sb_ids_[j * ns],
+      if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns,
                    plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
         return false;
       }
       const int64_t last = --sb_size_;
       if (j != last) {
         sb_labels_[j] = sb_labels_[last];
-        std::copy(&sb_dense_[last * nd], &sb_dense_[last * nd] + nd, &sb_dense_[j * nd]);
-        std::copy(&sb_ids_[last * ns], &sb_ids_[last * ns] + ns, &sb_ids_[j * ns]);
+        std::copy(sb_dense_.data() + last * nd, sb_dense_.data() + last * nd + nd, sb_dense_.data() + j * nd);
+        std::copy(sb_ids_.data() + last * ns, sb_ids_.data() + last * ns + ns, sb_ids_.data() + j * ns);
         if (plan_.has_group) sb_group_[j] = sb_group_[last];
       }
     }
@@ -613,7 +613,7 @@ class TextBatchReader final : public BatchReader {
           before = *lb;
         }
         for (int64_t r = 0; r < b.rows; ++r) {
-          if (!EmitRow(b.labels[r], &b.dense[r * nd], &b.ids[r * ns],
+          if (!EmitRow(b.labels[r], b.dense.data() + r * nd, b.ids.data() + r * ns,
                        plan_.has_group ? b.group[r] : 0, file,
                        file < 0 ? 0 : before + b.rel_line[r])) {
             return;

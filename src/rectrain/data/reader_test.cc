@@ -525,6 +525,30 @@ TEST(ReaderTest, DestroyingMidPassIsPrompt) {
   ASSERT_TRUE(reader.ok());
 }
 
+TEST(ReaderTest, OnlyDenseOrOnlySparseColumns) {
+  TempDir dir;
+  for (int nd : {0, 2}) {
+    const int ns = 2 - nd;
+    std::string text;
+    for (int i = 0; i < 300; ++i) text += std::to_string(i % 2) + "\t" + std::to_string(i) + "\t" + std::to_string(i % 9) + "\n";
+    DataConfig c;
+    c.files = {dir.Write("a.tsv", text)};
+    c.schema.criteo_dense = nd;
+    c.schema.criteo_sparse = ns;
+    for (bool shuffle : {false, true}) {
+      ReadOptions opt;
+      opt.shuffle = shuffle;
+      opt.shuffle_buffer_rows = 50;
+      opt.chunk_bytes = 200;
+      auto rows = ReadAll(c, opt);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      EXPECT_EQ(rows->labels.size(), 300u);
+      EXPECT_EQ(rows->dense[0].size(), static_cast<size_t>(nd));
+      EXPECT_EQ(rows->ids[0].size(), static_cast<size_t>(ns));
+    }
+  }
+}
+
 TEST(ReaderTest, ErrorIsLatched) {
   TempDir dir;
   std::string p = dir.Write("a.tsv", "2\t1\t1\ta\tb\n");
