@@ -297,8 +297,12 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       }
       const uint32_t pos = order_[j];
       float* row = rows_scratch_[j];
-      // An eviction in phase 1 may have recycled a row found earlier in this call.
-      if (row != nullptr && sh.recycled && RowId(row) != ids[pos]) row = nullptr;
+      // An eviction in phase 1 may have freed (or freed and reused) a row found earlier in
+      // this call: such an id reads the OOV row, and a freed row must stay marked free.
+      if (row != nullptr && sh.recycled &&
+          (RowId(row) != ids[pos] || RowTick(row) == kFreeTick)) {
+        row = nullptr;
+      }
       float* dst = out + static_cast<int64_t>(pos) * dim_;
       if (row == nullptr) {
         CopyRow(dst, oov_.data(), dim_);

@@ -396,6 +396,14 @@ TEST(EmbeddingTableTest, PullLargerThanBudgetNeverReturnsAnotherIdsRow) {
   EXPECT_GE(own_rows, 30);
   EXPECT_LT(own_rows, 200);
   EXPECT_LE(t->Stats().bytes, c.memory_budget_bytes);
+  // The table stays consistent afterwards: every row is either resident exactly once or evicted.
+  for (int round = 0; round < 3; ++round) PullVec(*t, ids, PullMode::kTrain);
+  const TableStats s = t->Stats();
+  EXPECT_EQ(s.rows + s.evictions, s.admissions);
+  int resident = 0;
+  for (uint64_t id : ids) resident += PullVec(*t, {id}, PullMode::kEval) != oov;
+  EXPECT_EQ(resident, s.rows);
+  EXPECT_LE(s.bytes, c.memory_budget_bytes);
 }
 
 TEST(EmbeddingTableTest, EvictionUnderManyShardsStaysInBudget) {
