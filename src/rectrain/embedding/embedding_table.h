@@ -92,7 +92,7 @@ class EmbeddingTable {
   virtual TableStats Stats() const = 0;
 
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:
-  // docs/formats/checkpoint.md), atomically (temp file + rename) with a checksum.
+  // docs/formats/checkpoint-embedding.md), atomically (temp file + rename) with a checksum.
   [[nodiscard]] virtual Status Save(const std::string& path) const = 0;
   // Replaces the table's contents with the rows in `path`, whatever shard count wrote it.
   // Errors: NotFound, DataLoss (checksum, truncation), InvalidArgument (dim/optimizer mismatch).
