@@ -146,7 +146,7 @@ class ComposedModel final : public Model {
     }
     const int64_t width = emb_width_ + num_dense_;
     const bool need_dx0 = emb_width_ > 0;
-    if (need_dx0) dx0_.Resize(batch, width);
+    dx0_.Resize(batch, need_dx0 ? width : 0);
     if (deep_) {
       scratch_.Resize(batch, 1);
       std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * batch);

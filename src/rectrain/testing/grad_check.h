@@ -7,19 +7,26 @@
 // double — with the analytic gradient.
 //
 // Precision choice: layers run in float (they are not templated on the scalar type). The
-// checker works around float noise by (1) summing the projection in double, (2) using a
-// relatively large step (default ε = 1e-2 · max(1, |x_k|)), where the O(ε²) truncation error is
-// ~1e-4 for our smooth layers and the float rounding noise (~1e-7 · |L| / ε) is ~1e-5, and
-// (3) tolerances atol + rtol·|numeric| with rtol = 2e-2, atol = 1e-3 by default (per-call
-// options). That is tight enough that a 5% error in one gradient element, or a missing term,
-// fails (grad_check_test.cc proves it with deliberately wrong backwards).
+// checker works around float noise by (1) summing the projection in double, (2) using steps
+// relative to the value (ε = 1e-2 · max(1, |x_k|), then ε/4 and ε/16), where the O(h²)
+// truncation error is ~1e-4 for our smooth layers and the float rounding noise
+// (~1e-7 · |L| / h) stays below ~5e-4, and (3) tolerances atol + rtol·|numeric| with
+// rtol = 2e-2, atol = 1e-3 by default (per-call options). That is tight enough that a 5% error
+// in one gradient element, or a missing term, fails (grad_check_test.cc proves it with
+// deliberately wrong backwards).
 //
-// Kinks (ReLU, max): when the two one-sided slopes disagree by more than kink_rtol of their
-// size (plus 10·atol), the step is retried at ε/4. For a smooth function the disagreement
-// shrinks with the step (it is ~ε·f''), and the ε/4 central difference is used; if it does not
-// shrink, a non-differentiable point lies within ±ε/4 and the element is skipped, like ggml's
+// Kinks (ReLU, max, and several of them at once behind a LayerNorm): for a smooth function
+// the central differences at ε and ε/4 agree to O(ε²) and the gap between the two one-sided
+// slopes shrinks with the step (it is ~step·|f''|); across a kink at distance t < step the gap
+// is ~jump·(1 − t/step) and does not shrink, and the central differences disagree unless both
+// steps straddle the kink alike. The checker accepts the central difference at ε/4 when it
+// agrees with the one at ε within kink_rtol·|slope| + atol and its slope gap is within that
+// bound or at most half the gap at ε; otherwise it tries ε/16 against ε/4; otherwise a
+// non-differentiable point lies within the step and the element is skipped, like ggml's
 // grad_expect. Skips are counted; more than max_skip_fraction of the checked elements
 // skipped fails the check (a kink detector must not be able to hide a whole tensor).
+// four_point: Richardson extrapolation of the accepted pair, (16·c(h/4) − c(h)) / 15 — the
+// 4-point stencil's O(h⁴) accuracy.
 //
 // Quick start (see nn/layers_test.cc for the generic layer harness built on this):
 //   Projection proj(y.size(), /*seed=*/1);
@@ -45,8 +52,8 @@ struct GradCheckOptions {
   double rtol = 2e-2;
   double atol = 1e-3;
   int max_elements = 64;           // per tensor: evenly spaced sample including first and last
-  bool four_point = false;         // 4-point stencil (error O(ε⁴)) instead of 2-point
-  double kink_rtol = 0.2;          // see the top comment
+  bool four_point = false;         // Richardson / 4-point accuracy O(ε⁴)
+  double kink_rtol = 0.02;         // see the top comment
   double max_skip_fraction = 0.3;
 };
 

@@ -49,6 +49,7 @@ std::vector<GradCheckResult> CheckLayerGradients(nn::Layer& layer,
     };
     results.push_back(CheckGradient(layer.name() + ".input", packed, analytic, loss,
                                     options.grad));
+    loss();  // leave x equal to the unperturbed input for the parameter checks
   }
   // Parameters: snapshot the analytic gradients first (Forward does not touch them, but be
   // independent of that).

@@ -1,0 +1,241 @@
+// Generic contract suite over a registry of layers (gradient check of input and every
+// parameter, shape errors, determinism), plus forward tests against hand-written loops.
+// To add a layer: add one entry to Registry() below.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rectrain/base/random.h"
+#include "rectrain/nn/activation.h"
+#include "rectrain/nn/cross.h"
+#include "rectrain/nn/dense.h"
+#include "rectrain/nn/fm.h"
+#include "rectrain/nn/layer_norm.h"
+#include "rectrain/nn/sequential.h"
+#include "rectrain/testing/layer_check.h"
+
+namespace rectrain::nn {
+namespace {
+
+struct LayerCase {
+  std::string name;
+  std::function<std::unique_ptr<Layer>()> make;
+  testing::LayerCheckOptions options = {};
+};
+
+void PrintTo(const LayerCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<LayerCase> Registry() {
+  std::vector<LayerCase> cases;
+  for (int64_t out : {1, 3, 17}) {
+    for (auto act : {Activation::kNone, Activation::kRelu}) {
+      const std::string n = "Dense_in7_out" + std::to_string(out) +
+                            (act == Activation::kRelu ? "_relu" : "_none");
+      cases.push_back({n, [=] {
+                         return std::make_unique<Dense>("d", 7, out, act, WeightInit::kHe, 5);
+                       }});
+    }
+  }
+  cases.push_back({"Relu_n9", [] { return std::make_unique<Relu>("relu", 9); }});
+  cases.push_back({"Dropout_n16_p0.3", [] { return std::make_unique<Dropout>("drop", 16, 0.3f); }});
+  cases.push_back({"LayerNorm_n13", [] { return std::make_unique<LayerNorm>("ln", 13); }});
+  {
+    LayerCase c{"LayerNormScaled_n5", [] {
+                  auto ln = std::make_unique<LayerNorm>("ln", 5);
+                  for (auto& p : ln->Params()) {
+                    for (size_t i = 0; i < p.value.size(); ++i) p.value[i] = 0.5f + 0.1f * i;
+                  }
+                  return ln;
+                }};
+    cases.push_back(c);
+  }
+  cases.push_back({"Cross_n6_l1", [] { return std::make_unique<CrossNetwork>("cross", 6, 1, 3); }});
+  {
+    LayerCase c{"Cross_n6_l3", [] { return std::make_unique<CrossNetwork>("cross", 6, 3, 3); }};
+    c.options.input_scale = 0.5;  // x ⊙ (xW) grows cubically over 3 layers
+    cases.push_back(c);
+  }
+  cases.push_back({"Fm_f4_d3", [] { return std::make_unique<FmInteraction>("fm", 4, 3); }});
+  cases.push_back({"Fm_f26_d16", [] { return std::make_unique<FmInteraction>("fm", 26, 16); }});
+  cases.push_back({"Mlp_8_16_1", [] {
+                     auto s = std::make_unique<Sequential>("mlp");
+                     s->Add(std::make_unique<Dense>("mlp.0", 8, 16, Activation::kRelu,
+                                                    WeightInit::kHe, 1));
+                     s->Add(std::make_unique<Dropout>("mlp.0.dropout", 16, 0.2f));
+                     s->Add(std::make_unique<Dense>("mlp.1", 16, 4, Activation::kNone,
+                                                    WeightInit::kHe, 1));
+                     s->Add(std::make_unique<LayerNorm>("mlp.1.ln", 4));
+                     s->Add(std::make_unique<Relu>("mlp.1.relu", 4));
+                     s->Add(std::make_unique<Dense>("mlp.out", 4, 1, Activation::kNone,
+                                                    WeightInit::kXavier, 1));
+                     return s;
+                   }});
+  return cases;
+}
+
+class LayerContractTest : public ::testing::TestWithParam<LayerCase> {};
+
+TEST_P(LayerContractTest, GradientsMatchFiniteDifferences) {
+  for (int threads : {1, 2}) {
+    std::unique_ptr<Layer> layer = GetParam().make();
+    testing::LayerCheckOptions opts = GetParam().options;
+    opts.num_threads = threads;
+    const auto results = testing::CheckLayerGradients(*layer, opts);
+    ASSERT_EQ(results.size(), 1 + layer->Params().size());
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.ok()) << layer->type() << " threads=" << threads << ": " << r.ToString();
+    }
+  }
+}
+
+TEST_P(LayerContractTest, ShapeMismatchIsInvalidArgument) {
+  std::unique_ptr<Layer> layer = GetParam().make();
+  tensor::Tensor x(4, layer->in_features() + 1), y(4, layer->out_features());
+  Status s = layer->Forward(x.view(), y.view(), LayerContext{});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(layer->name()), std::string::npos) << s;
+}
+
+TEST_P(LayerContractTest, DeterministicForFixedThreadCount) {
+  std::unique_ptr<Layer> a = GetParam().make();
+  std::unique_ptr<Layer> b = GetParam().make();
+  const int64_t rows = 37;
+  tensor::Tensor x(rows, a->in_features()), ya(rows, a->out_features()),
+      yb(rows, a->out_features());
+  Rng rng(4);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal());
+  LayerContext ctx{ComputeContext{2}, true, 77};
+  ASSERT_TRUE(a->Forward(x.view(), ya.view(), ctx).ok());
+  ASSERT_TRUE(b->Forward(x.view(), yb.view(), ctx).ok());
+  for (int64_t i = 0; i < ya.size(); ++i) ASSERT_EQ(ya.data()[i], yb.data()[i]) << i;
+}
+
+TEST_P(LayerContractTest, ParamNamesArePrefixedAndUnique) {
+  std::unique_ptr<Layer> layer = GetParam().make();
+  std::set<std::string> names;
+  for (const auto& p : layer->Params()) {
+    EXPECT_TRUE(names.insert(p.name).second) << p.name;
+    EXPECT_EQ(p.value.size(), p.grad.size()) << p.name;
+    EXPECT_FALSE(p.value.empty()) << p.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, LayerContractTest, ::testing::ValuesIn(Registry()),
+                         [](const ::testing::TestParamInfo<LayerCase>& p) {
+                           std::string n = p.param.name;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
+
+// ---- Forward against hand-written loops ----
+
+TEST(DenseTest, ForwardMatchesNaiveLoop) {
+  for (int64_t out : {1, 5}) {
+    Dense d("d", 3, out, Activation::kRelu, WeightInit::kXavier, 9);
+    for (int64_t c = 0; c < out; ++c) d.bias().data()[c] = 0.1f * static_cast<float>(c) - 0.2f;
+    const float x[2][3] = {{1, -2, 0.5f}, {0.25f, 3, -1}};
+    tensor::Tensor y(2, out);
+    ASSERT_TRUE(d.Forward({&x[0][0], 2, 3, 3}, y.view(), LayerContext{}).ok());
+    for (int r = 0; r < 2; ++r) {
+      for (int64_t c = 0; c < out; ++c) {
+        double z = d.bias().data()[c];
+        for (int k = 0; k < 3; ++k) z += x[r][k] * d.weight().data()[k * out + c];
+        EXPECT_NEAR(y.row(r)[c], std::max(0.0, z), 1e-6) << "out=" << out;
+      }
+    }
+  }
+}
+
+TEST(FmTest, ForwardMatchesPairwiseLoop) {
+  const int64_t fields = 3, dim = 2;
+  const float x[2][6] = {{1, 2, 3, 4, 5, 6}, {-1, 0.5f, 2, -2, 0, 1}};
+  FmInteraction fm("fm", fields, dim);
+  tensor::Tensor y(2, 1);
+  ASSERT_TRUE(fm.Forward({&x[0][0], 2, 6, 6}, y.view(), LayerContext{}).ok());
+  for (int r = 0; r < 2; ++r) {
+    double expect = 0;
+    for (int f = 0; f < fields; ++f) {
+      for (int g = f + 1; g < fields; ++g) {
+        for (int d = 0; d < dim; ++d) expect += x[r][f * dim + d] * x[r][g * dim + d];
+      }
+    }
+    EXPECT_NEAR(y.data()[r], expect, 1e-5);
+  }
+  EXPECT_FLOAT_EQ(y.data()[0], 1 * 3 + 2 * 4 + 1 * 5 + 2 * 6 + 3 * 5 + 4 * 6);
+}
+
+TEST(CrossTest, ForwardMatchesNaiveLoop) {
+  const int64_t d = 3;
+  CrossNetwork cross("c", d, 2, 5);
+  auto params = cross.Params();
+  for (size_t i = 0; i < params[1].value.size(); ++i) params[1].value[i] = 0.1f * i;  // b_0
+  const float x[1][3] = {{0.5f, -1, 2}};
+  tensor::Tensor y(1, d);
+  ASSERT_TRUE(cross.Forward({&x[0][0], 1, d, d}, y.view(), LayerContext{}).ok());
+  std::vector<double> xl(x[0], x[0] + d);
+  for (int l = 0; l < 2; ++l) {
+    const auto& w = params[2 * l].value;
+    const auto& b = params[2 * l + 1].value;
+    std::vector<double> next(d);
+    for (int64_t c = 0; c < d; ++c) {
+      double u = b[c];
+      for (int64_t k = 0; k < d; ++k) u += xl[k] * w[k * d + c];
+      next[c] = x[0][c] * u + xl[c];
+    }
+    xl = next;
+  }
+  for (int64_t c = 0; c < d; ++c) EXPECT_NEAR(y.data()[c], xl[c], 1e-5);
+}
+
+TEST(LayerNormTest, ForwardNormalisesRows) {
+  LayerNorm ln("ln", 4);
+  const float x[2][4] = {{1, 2, 3, 4}, {-1, -1, 5, 1}};
+  tensor::Tensor y(2, 4);
+  ASSERT_TRUE(ln.Forward({&x[0][0], 2, 4, 4}, y.view(), LayerContext{}).ok());
+  for (int r = 0; r < 2; ++r) {
+    double mu = 0, var = 0;
+    for (int c = 0; c < 4; ++c) mu += x[r][c] / 4.0;
+    for (int c = 0; c < 4; ++c) var += (x[r][c] - mu) * (x[r][c] - mu) / 4.0;
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_NEAR(y.row(r)[c], (x[r][c] - mu) / std::sqrt(var + 1e-5), 1e-5);
+    }
+  }
+}
+
+TEST(DropoutTest, InvertedDropoutStatisticsAndEvalIdentity) {
+  const int64_t n = 20000;
+  Dropout drop("drop", n, 0.25f);
+  tensor::Tensor x(1, n), y(1, n), y2(1, n);
+  for (float& v : x.span()) v = 1.0f;
+  LayerContext train{ComputeContext{2}, true, 5};
+  ASSERT_TRUE(drop.Forward(x.view(), y.view(), train).ok());
+  int64_t kept = 0;
+  for (float v : y.span()) {
+    if (v != 0.0f) {
+      ++kept;
+      EXPECT_FLOAT_EQ(v, 1.0f / 0.75f);
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.75, 0.015);
+  // Same seed, same mask; another seed, another mask.
+  ASSERT_TRUE(drop.Forward(x.view(), y2.view(), train).ok());
+  EXPECT_TRUE(std::equal(y.span().begin(), y.span().end(), y2.span().begin()));
+  train.seed = 6;
+  ASSERT_TRUE(drop.Forward(x.view(), y2.view(), train).ok());
+  EXPECT_FALSE(std::equal(y.span().begin(), y.span().end(), y2.span().begin()));
+  LayerContext eval{ComputeContext{1}, false, 5};
+  ASSERT_TRUE(drop.Forward(x.view(), y.view(), eval).ok());
+  for (float v : y.span()) ASSERT_EQ(v, 1.0f);
+}
+
+}  // namespace
+}  // namespace rectrain::nn

@@ -1,0 +1,285 @@
+// End-to-end tests of the model zoo: gradient checks of every model (dense params AND the
+// sparse table-row gradients), a DeepFM forward against a naive loop, table layout, errors.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "rectrain/nn/loss.h"
+#include "rectrain/nn/model_config.h"
+#include "rectrain/testing/layer_check.h"
+
+namespace rectrain::nn {
+namespace {
+
+const std::vector<std::string> kFields = {"C1", "C2", "C3"};
+
+embedding::EmbeddingTableConfig Template() {
+  embedding::EmbeddingTableConfig t;
+  t.name = "emb";
+  return t;
+}
+
+std::unique_ptr<Model> Make(const ModelConfig& config, int num_dense = 2) {
+  auto m = MakeModel(config, kFields, num_dense, Template());
+  RECTRAIN_CHECK(m.ok()) << m.status();
+  return std::move(m).value();
+}
+
+ModelConfig SmallConfig(const std::string& type) {
+  ModelConfig c;
+  c.type = type;
+  c.embedding_dim = 3;
+  c.hidden = {5, 4};
+  c.cross_layers = 2;
+  c.seed = 11;
+  return c;
+}
+
+struct ModelCase {
+  std::string name;
+  ModelConfig config;
+  bool multi_valued = false;
+  int num_dense = 2;
+};
+
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<ModelCase> Cases() {
+  std::vector<ModelCase> cases;
+  for (const std::string& type : ModelTypes()) {
+    cases.push_back({type, SmallConfig(type)});
+    ModelCase multi{type + "_multivalued", SmallConfig(type), true};
+    multi.config.field_pooling = {{"C2", "mean"}};
+    cases.push_back(multi);
+  }
+  ModelCase nodense{"lr_nodense", SmallConfig("lr"), false, 0};
+  cases.push_back(nodense);
+  ModelCase dfm{"deepfm_ln_dropout", SmallConfig("deepfm")};
+  dfm.config.layer_norm = true;
+  dfm.config.dropout = 0.25f;
+  cases.push_back(dfm);
+  for (std::string type : {"wide_deep", "dcn_v2"}) {
+    ModelCase c{type + "_field_dims", SmallConfig(type)};
+    c.config.field_dims = {{"C2", 2}, {"C3", 4}};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+class ModelGradTest : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ModelGradTest, DenseAndSparseGradientsMatchFiniteDifferences) {
+  const ModelCase& mc = GetParam();
+  for (int threads : {1, 2}) {
+    auto model = Make(mc.config, mc.num_dense);
+    testing::SyntheticOptions so;
+    so.multi_valued = mc.multi_valued;
+    testing::SyntheticBatch batch(model->spec(), 6, 3, so);
+    const auto results = testing::CheckModelGradients(*model, batch, {}, threads);
+    EXPECT_EQ(results.size(), model->Params().size() + model->spec().tables.size());
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.ok()) << mc.name << " threads=" << threads << ": " << r.ToString();
+    }
+  }
+}
+
+TEST_P(ModelGradTest, GradientThroughTheLossMatchesFiniteDifferences) {
+  const ModelCase& mc = GetParam();
+  auto model = Make(mc.config, mc.num_dense);
+  // Biases start at 0: a row whose previous layer is all dead would sit exactly on the ReLU
+  // kink of every bias. Move them off zero.
+  for (auto& p : model->Params()) {
+    if (p.name.ends_with("bias")) {
+      for (size_t i = 0; i < p.value.size(); ++i) p.value[i] += 0.05f * static_cast<float>(i + 1);
+    }
+  }
+  testing::SyntheticBatch batch(model->spec(), 5, 8);
+  std::vector<float> labels = {1, 0, 0, 1, 0}, logits(5), dlogits(5);
+  const ComputeContext compute{1};
+  auto loss = [&] {
+    RECTRAIN_CHECK(model->Forward(batch.input(), true, logits, compute).ok());
+    return SigmoidCrossEntropy(logits, labels, {}, {}, compute);
+  };
+  loss();
+  SigmoidCrossEntropy(logits, labels, dlogits, {}, compute);
+  std::vector<std::vector<float>> grads;
+  std::vector<std::span<float>> spans;
+  for (auto& rows : batch.rows()) grads.emplace_back(rows.size());
+  for (auto& g : grads) spans.emplace_back(g);
+  ASSERT_TRUE(model->Backward(dlogits, spans, compute).ok());
+  testing::GradCheckOptions opts;
+  opts.atol = 1e-4;  // mean loss over 5 rows: gradients are small
+  for (auto& p : model->Params()) {
+    std::vector<float> analytic(p.grad.begin(), p.grad.end());
+    const auto r = testing::CheckGradient(p.name, p.value, analytic, loss, opts);
+    EXPECT_TRUE(r.ok()) << mc.name << ": " << r.ToString();
+  }
+  const auto r = testing::CheckGradient("table0", batch.rows()[0], grads[0], loss, opts);
+  EXPECT_TRUE(r.ok()) << mc.name << ": " << r.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelGradTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<ModelCase>& p) { return p.param.name; });
+
+std::map<std::string, std::span<float>> ParamsByName(Model& m) {
+  std::map<std::string, std::span<float>> out;
+  for (auto& p : m.Params()) out[p.name] = p.value;
+  return out;
+}
+
+TEST(DeepFmTest, ForwardMatchesNaiveLoopOnTwoRows) {
+  ModelConfig c = SmallConfig("deepfm");
+  c.hidden = {4};
+  auto model = Make(c);
+  testing::SyntheticBatch batch(model->spec(), 2, 21);
+  std::vector<float> logits(2);
+  ASSERT_TRUE(model->Forward(batch.input(), false, logits, ComputeContext{1}).ok());
+  auto p = ParamsByName(*model);
+  const int D = 3, F = 3, nd = 2, H = 4, in = F * D + nd;
+  const std::vector<float>& rows = batch.rows()[0];  // one table, dim D + 1
+  for (int i = 0; i < 2; ++i) {
+    std::vector<double> x0;
+    double first = 0;
+    std::vector<std::vector<double>> v(F, std::vector<double>(D));
+    for (int f = 0; f < F; ++f) {
+      const int u = batch.indices(f)[i];
+      first += rows[u * (D + 1)];
+      for (int d = 0; d < D; ++d) {
+        v[f][d] = rows[u * (D + 1) + 1 + d];
+        x0.push_back(v[f][d]);
+      }
+    }
+    for (int k = 0; k < nd; ++k) {
+      const double xd = batch.dense()[i * nd + k];
+      x0.push_back(xd);
+      first += xd * p["linear.weight"][k];
+    }
+    first += p["linear.bias"][0];
+    double fm = 0;
+    for (int f = 0; f < F; ++f) {
+      for (int g = f + 1; g < F; ++g) {
+        for (int d = 0; d < D; ++d) fm += v[f][d] * v[g][d];
+      }
+    }
+    double deep = p["mlp.out.bias"][0];
+    for (int h = 0; h < H; ++h) {
+      double z = p["mlp.0.bias"][h];
+      for (int k = 0; k < in; ++k) z += x0[k] * p["mlp.0.weight"][k * H + h];
+      deep += std::max(0.0, z) * p["mlp.out.weight"][h];
+    }
+    EXPECT_NEAR(logits[i], first + fm + deep, 1e-5) << "row " << i;
+  }
+}
+
+TEST(ModelZooTest, TableLayoutAndParamNames) {
+  auto deepfm = Make(SmallConfig("deepfm"));
+  ASSERT_EQ(deepfm->spec().tables.size(), 1u);
+  EXPECT_EQ(deepfm->spec().tables[0].name, "emb");
+  EXPECT_EQ(deepfm->spec().tables[0].dim, 4);  // first-order weight + 3
+  EXPECT_EQ(deepfm->spec().fields.size(), 3u);
+  EXPECT_EQ(deepfm->spec().fields[1].name, "C2");
+  EXPECT_EQ(deepfm->spec().num_dense, 2);
+  EXPECT_EQ(deepfm->name(), "deepfm");
+  std::vector<std::string> names;
+  for (auto& p : deepfm->Params()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"linear.weight", "linear.bias", "mlp.0.weight",
+                                             "mlp.0.bias", "mlp.1.weight", "mlp.1.bias",
+                                             "mlp.out.weight", "mlp.out.bias"}));
+
+  auto lr = Make(SmallConfig("lr"));
+  EXPECT_EQ(lr->spec().tables[0].dim, 1);
+
+  ModelConfig wd = SmallConfig("wide_deep");
+  wd.field_dims = {{"C1", 8}};
+  auto wide = Make(wd);
+  ASSERT_EQ(wide->spec().tables.size(), 2u);
+  EXPECT_EQ(wide->spec().tables[0].name, "emb_d3");
+  EXPECT_EQ(wide->spec().tables[0].dim, 4);
+  EXPECT_EQ(wide->spec().tables[1].name, "emb_d8");
+  EXPECT_EQ(wide->spec().tables[1].dim, 9);
+  EXPECT_EQ(wide->spec().fields[0].table, 1);
+  EXPECT_EQ(wide->spec().fields[2].table, 0);
+
+  auto dcn = Make(SmallConfig("dcn_v2"));
+  EXPECT_EQ(dcn->spec().tables[0].dim, 3);  // no first-order column
+  EXPECT_EQ(dcn->Params()[0].name, "cross.0.weight");
+}
+
+TEST(ModelZooTest, ErrorsNameTheKey) {
+  const auto tmpl = Template();
+  auto err = [&](const ModelConfig& c, int nd = 2) {
+    auto m = MakeModel(c, kFields, nd, tmpl);
+    EXPECT_FALSE(m.ok());
+    return m.ok() ? std::string() : m.status().message();
+  };
+  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2"}));
+  ModelConfig c = SmallConfig("deepfn");
+  EXPECT_EQ(err(c), "model.type: unknown model type \"deepfn\"; valid types: lr, fm, wide_deep, "
+                    "deepfm, dcn_v2");
+  c = SmallConfig("deepfm");
+  c.field_dims = {{"C1", 8}};
+  EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its FM "
+                    "interaction needs every field to have the same dim; set "
+                    "model.embedding_dim instead, or use wide_deep or dcn_v2");
+  c.type = "fm";
+  EXPECT_NE(err(c).find("model type \"fm\""), std::string::npos);
+  c.type = "wide_deep";
+  c.field_dims = {{"C9", 8}};
+  EXPECT_EQ(err(c), "model.field_dims: \"C9\" is not a categorical field of the schema");
+  c.field_dims = {{"C1", 0}};
+  EXPECT_EQ(err(c), "model.field_dims.C1 must be >= 1, got 0");
+  c = SmallConfig("deepfm");
+  c.hidden = {400, 0};
+  EXPECT_EQ(err(c), "model.hidden[1] must be >= 1, got 0");
+  c = SmallConfig("deepfm");
+  c.dropout = 1.0f;
+  EXPECT_EQ(err(c), "model.dropout must be in [0, 1), got 1.000000");
+  c = SmallConfig("deepfm");
+  c.embedding_dim = 0;
+  EXPECT_EQ(err(c), "model.embedding_dim must be >= 1, got 0");
+  c = SmallConfig("dcn_v2");
+  c.cross_layers = 0;
+  EXPECT_EQ(err(c), "model.cross_layers must be >= 1 for dcn_v2, got 0");
+  c = SmallConfig("deepfm");
+  c.field_pooling = {{"C2", "max"}};
+  EXPECT_EQ(err(c), "model.field_pooling.C2: unknown pooling \"max\"; valid: sum, mean");
+  c = SmallConfig("lr");
+  c.field_dims = {{"C1", 2}};
+  EXPECT_EQ(err(c), "model.field_dims is not used by model type \"lr\" (it has no embeddings); "
+                    "remove it");
+  auto dup = MakeModel(SmallConfig("lr"), {"C1", "C1"}, 0, tmpl);
+  EXPECT_EQ(dup.status().message(), "categorical field \"C1\" appears twice in the schema");
+}
+
+TEST(ModelZooTest, ForwardErrorsAndBatchSizeChanges) {
+  auto model = Make(SmallConfig("deepfm"));
+  std::vector<float> g(4);
+  std::vector<std::span<float>> grads = {g};
+  EXPECT_EQ(model->Backward(std::vector<float>(3), grads, ComputeContext{1}).code(),
+            StatusCode::kFailedPrecondition);
+  testing::SyntheticBatch big(model->spec(), 9, 1), small(model->spec(), 4, 2);
+  std::vector<float> logits(9);
+  ASSERT_TRUE(model->Forward(big.input(), true, logits, ComputeContext{2}).ok());
+  std::vector<float> small_logits(4), again(4);
+  ASSERT_TRUE(model->Forward(small.input(), true, small_logits, ComputeContext{2}).ok());
+  auto fresh = Make(SmallConfig("deepfm"));
+  ASSERT_TRUE(fresh->Forward(small.input(), true, again, ComputeContext{2}).ok());
+  EXPECT_EQ(small_logits, again);  // same seed, same params, buffer reuse is invisible
+
+  ForwardInput bad = small.input();
+  std::vector<float> short_dense(3);
+  bad.dense = short_dense;
+  EXPECT_EQ(model->Forward(bad, true, small_logits, ComputeContext{1}),
+            InvalidArgumentError("dense features: got 3 floats, expected batch_size x num_dense "
+                                 "= 4 x 2"));
+  EXPECT_EQ(model->Forward(small.input(), true, logits, ComputeContext{1}),
+            InvalidArgumentError("logits has 9 entries, need batch_size = 4"));
+}
+
+}  // namespace
+}  // namespace rectrain::nn
