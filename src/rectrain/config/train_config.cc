@@ -62,7 +62,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.read.shuffle_buffer_rows = b.Int("data.shuffle_buffer", 1 << 20, Range::Closed(1, kMaxInt));
   c.read.num_threads = static_cast<int>(b.Int("data.reader_threads", 1, Range::Closed(1, 64)));
   c.read.prefetch_batches = static_cast<int>(b.Int("data.prefetch", 4, Range::Closed(1, 1024)));
-  c.read.chunk_bytes = b.Bytes("data.chunk_bytes", 16 << 20, Range::Closed(1, 1 << 30));
+  c.read.chunk_bytes = b.Bytes("data.chunk_bytes", data::ReadOptions{}.chunk_bytes, Range::Closed(1, 1 << 30));
   c.read.seed = c.seed;
 
   // features.*

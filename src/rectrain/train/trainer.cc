@@ -259,16 +259,25 @@ Status PublishModelDir(const std::string& src, const std::string& dst) {
   return OkStatus();
 }
 
-int64_t TotalBytes(const std::vector<std::string>& patterns) {
+// Rows per epoch, estimated from the files' total size and the newline density of the first
+// MiB of the first file (for the progress ETA only). 0 when unknown.
+int64_t EstimateRows(const std::vector<std::string>& patterns) {
   auto files = io::ExpandPaths(patterns);
-  if (!files.ok()) return 0;
+  if (!files.ok() || files->empty()) return 0;
   int64_t total = 0;
   std::error_code ec;
   for (const auto& f : *files) {
     auto size = fs::file_size(f, ec);
     if (!ec) total += static_cast<int64_t>(size);
   }
-  return total;
+  std::ifstream in(files->front(), std::ios::binary);
+  std::string sample(1 << 20, '\0');
+  in.read(sample.data(), static_cast<std::streamsize>(sample.size()));
+  sample.resize(static_cast<size_t>(in.gcount()));
+  const int64_t lines = std::count(sample.begin(), sample.end(), '\n');
+  if (lines == 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(total) * static_cast<double>(lines) /
+                              static_cast<double>(sample.size()));
 }
 
 nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -310,7 +319,7 @@ class TrainLoop {
   TrainSummary summary_;
   std::string checkpoints_dir_;
   int64_t last_checkpoint_step_ = -1;
-  int64_t train_bytes_ = 0;
+  int64_t rows_per_epoch_ = 0;  // estimated until an epoch completes
 
   // Step buffers.
   std::vector<float> logits_, dlogits_, probs_;
@@ -381,7 +390,7 @@ Status TrainLoop::Setup() {
     sparse_names_ = r->sparse_names();
     num_dense_ = static_cast<int>(r->dense_names().size());
   }
-  train_bytes_ = TotalBytes(c_.train_files);
+  rows_per_epoch_ = EstimateRows(c_.train_files);
 
   RECTRAIN_ASSIGN_OR_RETURN(bundle_, BuildModel(c_, sparse_names_, num_dense_));
   RECTRAIN_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(c_.optimizer));
@@ -501,11 +510,11 @@ void TrainLoop::LogProgress(bool force_line) {
                                     std::span<const float>(window_labels_.data(), wn), compute_);
   const double elapsed = session_seconds_;
   const double rate = elapsed > 0 ? static_cast<double>(session_rows_) / elapsed : 0;
-  // Progress fraction from bytes read (epochs) and steps (max_steps), whichever is further.
+  // Progress fraction from rows (epochs) and steps (max_steps), whichever is further.
   double frac = 0;
-  if (train_bytes_ > 0 && reader_) {
-    const double in_epoch = std::min(1.0, static_cast<double>(reader_->Stats().bytes_read) /
-                                              static_cast<double>(train_bytes_));
+  if (rows_per_epoch_ > 0) {
+    const double in_epoch = std::min(0.999, static_cast<double>(meta_.rows_in_epoch) /
+                                                static_cast<double>(rows_per_epoch_));
     frac = (static_cast<double>(meta_.epoch) + in_epoch) / static_cast<double>(c_.train.epochs);
   }
   if (c_.train.max_steps > 0) {
@@ -622,6 +631,7 @@ Status TrainLoop::Loop() {
         break;
       }
       RECTRAIN_RETURN_IF_ERROR(Step(**next));
+      reader_->Recycle(std::move(**next));  // reuse its buffers for a later batch
       session_seconds_ += loop_clock.Seconds();
       loop_clock.Reset();
       if (meta_.step % tc.log_every_steps == 0) {
@@ -658,6 +668,7 @@ Status TrainLoop::Loop() {
     rejected_before_ += reader_->Stats().rows_rejected;
     reader_.reset();
     const int64_t finished_epoch = meta_.epoch;
+    if (meta_.rows_in_epoch > 0) rows_per_epoch_ = meta_.rows_in_epoch;
     ++meta_.epoch;
     meta_.rows_in_epoch = 0;
     log_->Log("epoch " + std::to_string(finished_epoch) + " done at step " + std::to_string(meta_.step));

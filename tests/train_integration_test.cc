@@ -1,0 +1,205 @@
+// Integration tests of the trainer through the library: determinism, resume equality,
+// interruption, checkpoint rotation, summary.json, evaluation of a run directory.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "rectrain/config/train_config.h"
+#include "rectrain/train/trainer.h"
+#include "tests/test_util.h"
+
+namespace rectrain {
+namespace {
+namespace fs = std::filesystem;
+using testing::ReadAll;
+
+class TrainIntegration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::TempDir("train_it"));
+    train_ = new std::string(testing::Generate(*dir_, "train.tsv", 6000, 1));
+    valid_ = new std::string(testing::Generate(*dir_, "valid.tsv", 2000, 2));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete train_;
+    delete valid_;
+  }
+
+  // A small DeepFM with dropout (exercises per-step seeds), shuffling and small chunks.
+  static std::string Config(bool with_valid = false) {
+    return "seed: 7\ndeterministic: true\nthreads: 2\n"
+           "data:\n  train: " + *train_ + "\n" +
+           (with_valid ? "  valid: " + *valid_ + "\n" : "") +
+           "  batch_size: 256\n  shuffle: true\n  shuffle_buffer: 1000\n  chunk_bytes: 64KiB\n"
+           "  reader_threads: 2\n"
+           "model: {type: deepfm, embedding_dim: 4, hidden: [16, 8], dropout: 0.1}\n"
+           "embedding: {optimizer: {type: adagrad, lr: 0.05}}\n"
+           "optimizer: {type: adam, lr: 0.003}\n"
+           "train: {epochs: 2, log_every_steps: 1000}\n";
+  }
+
+  static Result<train::TrainSummary> Run(const std::string& run_dir, std::vector<std::string> sets,
+                                         bool resume = false, const std::atomic<int>* stop = nullptr,
+                                         bool with_valid = false) {
+    auto c = config::LoadTrainConfigFromString(Config(with_valid), "test.yaml", sets);
+    if (!c.ok()) return c.status();
+    train::TrainerOptions o;
+    o.run_dir = run_dir;
+    o.resume = resume;
+    o.stop_signal = stop;
+    o.progress = 0;
+    o.echo = false;
+    return train::Train(*c, o);
+  }
+
+  // Same dense parameters and optimizer state (bytes), same table contents (by id).
+  static void ExpectSameModel(const std::string& a, const std::string& b) {
+    EXPECT_EQ(ReadAll(a + "/model/dense.bin"), ReadAll(b + "/model/dense.bin"))
+        << a << " vs " << b << ": dense parameters differ";
+    int tables = 0;
+    for (const auto& e : fs::directory_iterator(a + "/model/tables")) {
+      auto ta = testing::ReadCanonicalTable(e.path().string());
+      auto tb = testing::ReadCanonicalTable(b + "/model/tables/" + e.path().filename().string());
+      ASSERT_TRUE(ta.ok && tb.ok) << e.path();
+      EXPECT_GT(ta.rows.size(), 0u);
+      EXPECT_TRUE(ta == tb) << "table " << e.path().filename() << " differs";
+      ++tables;
+    }
+    EXPECT_GT(tables, 0);
+  }
+
+  static std::string* dir_;
+  static std::string* train_;
+  static std::string* valid_;
+};
+std::string* TrainIntegration::dir_ = nullptr;
+std::string* TrainIntegration::train_ = nullptr;
+std::string* TrainIntegration::valid_ = nullptr;
+
+TEST_F(TrainIntegration, DeterministicRunsGiveIdenticalModels) {
+  const std::string a = *dir_ + "/det_a", b = *dir_ + "/det_b";
+  auto ra = Run(a, {});
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  auto rb = Run(b, {});
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  EXPECT_EQ(ra->status, "completed");
+  EXPECT_EQ(ra->steps, 2 * 24);  // 6000 rows / 256 = 23.4 -> 24 batches per epoch
+  EXPECT_EQ(ra->rows_read, 12000);
+  EXPECT_EQ(ra->epochs, 2);
+  ExpectSameModel(a, b);
+  // Byte-identical table files too (same insertion history).
+  EXPECT_EQ(ReadAll(a + "/model/tables/emb.bin"), ReadAll(b + "/model/tables/emb.bin"));
+  // Another seed gives another model.
+  const std::string c = *dir_ + "/det_c";
+  ASSERT_TRUE(Run(c, {"seed=8"}).ok());
+  EXPECT_NE(ReadAll(a + "/model/dense.bin"), ReadAll(c + "/model/dense.bin"));
+}
+
+TEST_F(TrainIntegration, ResumeEqualsUninterruptedRun) {
+  const std::string full = *dir_ + "/res_full", part = *dir_ + "/res_part";
+  ASSERT_TRUE(Run(full, {}).ok());
+  // Stop mid epoch 0, resume to mid epoch 1 (crossing the epoch boundary), then finish.
+  auto r1 = Run(part, {"train.max_steps=10"});
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->steps, 10);
+  auto r2 = Run(part, {"train.max_steps=30"}, /*resume=*/true);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->steps, 30);
+  EXPECT_EQ(r2->session_steps, 20);
+  auto r3 = Run(part, {}, /*resume=*/true);
+  ASSERT_TRUE(r3.ok()) << r3.status();
+  EXPECT_EQ(r3->steps, 48);
+  EXPECT_EQ(r3->rows_read, 12000);
+  ExpectSameModel(full, part);
+}
+
+TEST_F(TrainIntegration, StopSignalCheckpointsAndResumes) {
+  const std::string full = *dir_ + "/sig_full", part = *dir_ + "/sig_part";
+  ASSERT_TRUE(Run(full, {"train.epochs=1"}).ok());
+  std::atomic<int> stop{SIGTERM};  // already set: stops after the first step
+  auto r1 = Run(part, {"train.epochs=1"}, false, &stop);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->status, "interrupted");
+  EXPECT_EQ(r1->interrupted_by, SIGTERM);
+  EXPECT_EQ(r1->steps, 1);
+  EXPECT_TRUE(fs::exists(part + "/checkpoints/step-1/meta.json"));
+  EXPECT_FALSE(fs::exists(part + "/model"));
+  auto summary = nlohmann::json::parse(ReadAll(part + "/summary.json"));
+  EXPECT_EQ(summary["status"], "interrupted");
+  EXPECT_EQ(summary["interrupted_by_signal"], SIGTERM);
+  auto r2 = Run(part, {"train.epochs=1"}, /*resume=*/true);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->status, "completed");
+  ExpectSameModel(full, part);
+}
+
+TEST_F(TrainIntegration, CheckpointRotationSummaryAndEval) {
+  const std::string run = *dir_ + "/rot";
+  auto r = Run(run, {"train.checkpoint_every_steps=5", "train.keep_checkpoints=2",
+                     "train.eval_every_steps=20"},
+               false, nullptr, /*with_valid=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(run + "/checkpoints")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"step-45", "step-48"}));
+  EXPECT_TRUE(fs::exists(run + "/config.yaml"));
+  EXPECT_TRUE(fs::exists(run + "/train.log"));
+  // summary.json: the documented fields (docs/formats/summary.md).
+  auto s = nlohmann::json::parse(ReadAll(run + "/summary.json"));
+  EXPECT_EQ(s["status"], "completed");
+  for (const char* k : {"samples_per_sec", "steps", "rows_read", "rows_rejected", "epochs", "seconds"}) {
+    EXPECT_TRUE(s["train"].contains(k)) << k;
+  }
+  for (const char* k : {"data_wait_s", "lookup_s", "forward_s", "backward_s", "sparse_update_s",
+                        "dense_update_s"}) {
+    EXPECT_GE(s["train"]["breakdown"][k].get<double>(), 0.0) << k;
+  }
+  EXPECT_EQ(s["train"]["steps"], 48);
+  EXPECT_EQ(s["train"]["rows_read"], 12000);
+  EXPECT_EQ(s["valid"]["rows"], 2000);
+  const double auc = s["valid"]["auc"].get<double>();
+  EXPECT_GT(auc, 0.55);
+  EXPECT_GT(s["oracle"]["auc"].get<double>(), auc);
+  EXPECT_EQ(s["tables"][0]["name"], "emb");
+  EXPECT_GT(s["tables"][0]["rows"].get<int64_t>(), 0);
+  EXPECT_GT(s["peak_rss_bytes"].get<int64_t>(), 0);
+  // Evaluating the run directory on the valid file reproduces the final evaluation exactly.
+  train::EvalOptions eo;
+  eo.run_dir = run;
+  eo.files = {*valid_};
+  auto e = train::EvaluateRun(eo);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->metrics.rows, 2000);
+  EXPECT_DOUBLE_EQ(e->metrics.auc, auc);
+  EXPECT_DOUBLE_EQ(e->metrics.logloss, s["valid"]["logloss"].get<double>());
+  ASSERT_TRUE(e->has_oracle);
+  EXPECT_DOUBLE_EQ(e->oracle.auc, s["oracle"]["auc"].get<double>());
+}
+
+TEST_F(TrainIntegration, ResumeWithoutCheckpointIsNotFound) {
+  auto r = Run(*dir_ + "/empty_resume", {}, /*resume=*/true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.status().message(), "no checkpoint to resume in " + *dir_ +
+                                      "/empty_resume/checkpoints (start a new run without --resume)");
+}
+
+TEST_F(TrainIntegration, BadDataFailsWithSummary) {
+  const std::string bad = *dir_ + "/bad.tsv";
+  testing::WriteAll(bad, "1\t2\n");
+  const std::string run = *dir_ + "/bad_run";
+  auto r = Run(run, {"data.train=" + bad});
+  ASSERT_FALSE(r.ok());
+  auto s = nlohmann::json::parse(ReadAll(run + "/summary.json"));
+  EXPECT_EQ(s["status"], "failed");
+  EXPECT_NE(s["error"].get<std::string>().find("bad.tsv"), std::string::npos) << s["error"];
+}
+
+}  // namespace
+}  // namespace rectrain
