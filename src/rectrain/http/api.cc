@@ -1,6 +1,10 @@
 // rectrain/http/api.cc: the JSON REST API over the TrackingStore (see server.h for routes).
 // JSON is built with nlohmann::json; invalid UTF-8 in stored text is replaced, never thrown.
 #include <charconv>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "rectrain/http/internal/api.h"
@@ -120,6 +124,66 @@ httplib::Server::Handler Wrap(track::TrackingStore* store, Fn fn) {
   };
 }
 
+std::vector<std::string> SplitCsv(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                     : comma - start);
+    if (!part.empty()) out.push_back(std::move(part));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The last `max_bytes` of the run's newest "log" artifact, which must resolve (symlinks
+// followed) to a file under `artifact_root`.
+Result<json> LogTail(track::TrackingStore& s, RunId id, const std::string& artifact_root,
+                     int64_t max_bytes) {
+  namespace fs = std::filesystem;
+  if (max_bytes < 1 || max_bytes > (1 << 20)) {
+    return InvalidArgumentError("max_bytes must be in 1..1048576, got " +
+                                std::to_string(max_bytes));
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
+  const track::Artifact* log = nullptr;
+  for (const auto& a : d.artifacts) {
+    if (a.kind == "log" && (log == nullptr || a.created_time >= log->created_time)) log = &a;
+  }
+  if (log == nullptr) {
+    return NotFoundError("run " + std::to_string(id) + " has no log artifact");
+  }
+  if (artifact_root.empty()) {
+    return PermissionDeniedError("log files are not served: the server has no artifact root");
+  }
+  std::error_code ec;
+  fs::path root = fs::canonical(artifact_root, ec);
+  if (ec) return NotFoundError("artifact root " + artifact_root + " does not exist");
+  fs::path file = fs::weakly_canonical(log->path, ec);
+  auto [root_end, file_it] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+  if (ec || root_end != root.end()) {
+    return PermissionDeniedError("log " + log->path + " is outside the workspace " +
+                                 root.string());
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return NotFoundError("log " + log->path + " cannot be read");
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  const int64_t offset = std::max<int64_t>(0, size - max_bytes);
+  std::string text(static_cast<size_t>(size - offset), '\0');
+  in.seekg(offset);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (offset > 0) {  // Drop the partial first line.
+    size_t nl = text.find('\n');
+    text = nl == std::string::npos ? std::string() : text.substr(nl + 1);
+  }
+  return json{{"run_id", id},     {"path", log->path}, {"size_bytes", size},
+              {"truncated", offset > 0}, {"text", text}};
+}
+
 }  // namespace
 
 void SendError(httplib::Response& res, const Status& status) {
@@ -138,6 +202,19 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
     RECTRAIN_ASSIGN_OR_RETURN(track::RunList list, s.ListRuns(f));
     json runs = json::array();
     for (const auto& r : list.runs) runs.push_back(SummaryJson(r));
+    if (req.has_param("include_params")) {
+      // "all" or a comma-separated key list: adds "params":{k:v} to every run.
+      std::vector<std::string> keys;
+      if (std::string v = req.get_param_value("include_params"); v != "all") keys = SplitCsv(v);
+      std::vector<RunId> ids;
+      for (const auto& r : list.runs) ids.push_back(r.id);
+      RECTRAIN_ASSIGN_OR_RETURN(auto params, s.GetParams(ids, keys));
+      for (size_t i = 0; i < params.size(); ++i) {
+        json p = json::object();
+        for (const auto& [k, v] : params[i]) p[k] = v;
+        runs[i]["params"] = std::move(p);
+      }
+    }
     SendJson(res, {{"total", list.total}, {"offset", f.offset}, {"runs", runs}});
     return OkStatus();
   }));
@@ -192,6 +269,12 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
                RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
                RECTRAIN_ASSIGN_OR_RETURN(int64_t max_points,
                                          IntParam(req, "max_points", default_max_points));
+               RECTRAIN_ASSIGN_OR_RETURN(
+                   int64_t min_step,
+                   IntParam(req, "min_step", std::numeric_limits<int64_t>::min()));
+               RECTRAIN_ASSIGN_OR_RETURN(
+                   int64_t max_step,
+                   IntParam(req, "max_step", std::numeric_limits<int64_t>::max()));
                std::vector<std::string> keys = AllValues(req, "key");
                if (keys.empty()) {
                  RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
@@ -199,8 +282,8 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
                }
                json series = json::array();
                for (const std::string& key : keys) {
-                 RECTRAIN_ASSIGN_OR_RETURN(track::MetricSeries m,
-                                           s.GetMetrics(id, key, max_points));
+                 RECTRAIN_ASSIGN_OR_RETURN(
+                     track::MetricSeries m, s.GetMetrics(id, key, max_points, min_step, max_step));
                  json points = json::array();
                  for (const auto& p : m.points) points.push_back({p.step, p.value, p.wall_time});
                  series.push_back({{"key", m.key},
@@ -257,8 +340,20 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
     return OkStatus();
   }));
 
-  server.Get("/api/groups", Wrap(store, [](TrackingStore& s, Req, Res res) -> Status {
-    RECTRAIN_ASSIGN_OR_RETURN(std::vector<track::GroupSummary> groups, s.ListGroups());
+  server.Get("/api/groups", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
+    track::GroupBy by = track::GroupBy::kGroupId;
+    if (req.has_param("by")) {
+      std::string v = req.get_param_value("by");
+      if (v == "parent") {
+        by = track::GroupBy::kParent;
+      } else if (v == "tag") {
+        by = track::GroupBy::kTag;
+      } else if (v != "group") {
+        return InvalidArgumentError("query parameter 'by' must be group, parent or tag, got '" +
+                                    v + "'");
+      }
+    }
+    RECTRAIN_ASSIGN_OR_RETURN(std::vector<track::GroupSummary> groups, s.ListGroups(by));
     json out = json::array();
     for (const auto& g : groups) {
       out.push_back({{"group_id", g.group_id}, {"runs", g.runs}, {"running", g.running},
@@ -269,6 +364,16 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
     SendJson(res, {{"groups", out}});
     return OkStatus();
   }));
+
+  const std::string artifact_root = options.artifact_root;
+  server.Get(R"(/api/runs/(\d+)/log)",
+             Wrap(store, [artifact_root](TrackingStore& s, Req req, Res res) -> Status {
+               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+               RECTRAIN_ASSIGN_OR_RETURN(int64_t max_bytes, IntParam(req, "max_bytes", 65536));
+               RECTRAIN_ASSIGN_OR_RETURN(json j, LogTail(s, id, artifact_root, max_bytes));
+               SendJson(res, j);
+               return OkStatus();
+             }));
 }
 
 }  // namespace rectrain::http::internal

@@ -4,15 +4,19 @@
 //   GET  /healthz                    {"ok":true}
 //   GET  /api/runs                   run list: status, tag (repeatable), q (name substring),
 //                                    group, parent, param=k=v (repeatable), metric=auc>=0.8
-//                                    (repeatable), sort, order=asc|desc, limit, offset
+//                                    (repeatable), sort, order=asc|desc, limit, offset;
+//                                    include_params=all|k1,k2 adds "params" to each run
 //   GET  /api/runs.csv               the same list as CSV
 //   GET  /api/runs/{id}              run detail (config, params, files, artifacts, metric keys)
 //   DELETE /api/runs/{id}            deletes a run
 //   GET  /api/runs/{id}/metrics      key (repeatable; default all keys), max_points (default
-//                                    1000; 0 = all): min/max-downsampled series
+//                                    1000; 0 = all), min_step/max_step (a zoomed range):
+//                                    min/max-downsampled series
+//   GET  /api/runs/{id}/log          max_bytes (default 65536): tail of the run's "log"
+//                                    artifact, if it lies under ServerOptions::artifact_root
 //   GET  /api/runs/{id}/metrics.csv  every point of the run
 //   GET  /api/compare?ids=1,2,3      differing params + final metrics side by side
-//   GET  /api/groups                 run groups with status counts
+//   GET  /api/groups                 run groups with status counts; by=group|parent|tag
 //   GET  /<file>                     static files from ServerOptions::static_dir ("/" ->
 //                                    index.html); paths escaping the directory are refused (403)
 // docs/tracking.md lists the JSON shapes. Errors are JSON: {"error":{"code":"NOT_FOUND",
@@ -56,6 +60,9 @@ struct ServerOptions {
   double rate_limit_burst = 400.0;       // Bucket size.
   int num_threads = 4;                   // Handler threads.
   int64_t default_max_points = 1000;     // For /api/runs/{id}/metrics without max_points.
+  // Log files (artifacts of kind "log") are served by /api/runs/{id}/log only if they resolve
+  // to a path under this directory (the workspace); "" = never.
+  std::string artifact_root;
 };
 
 class Server {

@@ -769,6 +769,17 @@ Result<RunDetail> TrackingStore::GetRun(RunId run) {
 
 Result<MetricSeries> TrackingStore::GetMetrics(RunId run, std::string_view key,
                                                int64_t max_points) {
+  return GetMetrics(run, key, max_points, std::numeric_limits<int64_t>::min(),
+                    std::numeric_limits<int64_t>::max());
+}
+
+Result<MetricSeries> TrackingStore::GetMetrics(RunId run, std::string_view key,
+                                               int64_t max_points, int64_t min_step,
+                                               int64_t max_step) {
+  if (min_step > max_step) {
+    return InvalidArgumentError("min_step " + std::to_string(min_step) + " > max_step " +
+                                std::to_string(max_step));
+  }
   std::lock_guard lock(mu_);
   RECTRAIN_RETURN_IF_ERROR(CheckRunExists(run));
   MetricSeries series;
@@ -777,8 +788,8 @@ Result<MetricSeries> TrackingStore::GetMetrics(RunId run, std::string_view key,
   {
     RECTRAIN_ASSIGN_OR_RETURN(
         Stmt s, db_->Prepare("SELECT count(*), min(step), max(step) FROM metrics WHERE "
-                             "run_id = ? AND key = ?"));
-    s.Bind(1, run).Bind(2, key);
+                             "run_id = ? AND key = ? AND step BETWEEN ? AND ?"));
+    s.Bind(1, run).Bind(2, key).Bind(3, min_step).Bind(4, max_step);
     RECTRAIN_ASSIGN_OR_RETURN(bool row, s.Step());
     if (row) {
       series.total_points = s.ColumnInt(0);
@@ -789,11 +800,11 @@ Result<MetricSeries> TrackingStore::GetMetrics(RunId run, std::string_view key,
   if (series.total_points == 0) return series;
   RECTRAIN_ASSIGN_OR_RETURN(
       Stmt s, db_->Prepare("SELECT step, value, wall_time FROM metrics WHERE run_id = ? AND "
-                           "key = ? ORDER BY step, rowid"));
-  s.Bind(1, run).Bind(2, key);
+                           "key = ? AND step BETWEEN ? AND ? ORDER BY step, rowid"));
+  s.Bind(1, run).Bind(2, key).Bind(3, min_step).Bind(4, max_step);
   bool reduce = max_points > 0 && series.total_points > max_points;
   std::optional<MinMaxDownsampler> ds;
-  if (reduce) ds.emplace(first_step, last_step, series.total_points, max_points);
+  if (reduce) ds.emplace(first_step, last_step, series.total_points, std::max<int64_t>(max_points, 4));
   for (;;) {
     RECTRAIN_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) break;
@@ -807,6 +818,37 @@ Result<MetricSeries> TrackingStore::GetMetrics(RunId run, std::string_view key,
   if (reduce) series.points = ds->Finish();
   series.downsampled = static_cast<int64_t>(series.points.size()) < series.total_points;
   return series;
+}
+
+Result<std::vector<std::vector<KeyValue>>> TrackingStore::GetParams(
+    std::span<const RunId> ids, std::span<const std::string> keys) {
+  if (ids.size() > 10000) {
+    return InvalidArgumentError("GetParams takes at most 10000 run ids, got " +
+                                std::to_string(ids.size()));
+  }
+  std::vector<std::vector<KeyValue>> out(ids.size());
+  if (ids.empty()) return out;
+  std::lock_guard lock(mu_);
+  std::map<RunId, std::vector<size_t>> slots;  // An id may repeat.
+  for (size_t i = 0; i < ids.size(); ++i) slots[ids[i]].push_back(i);
+  std::string sql = "SELECT run_id, key, value FROM run_params WHERE run_id IN (" +
+                    IdList(ids) + ")";
+  if (!keys.empty()) {
+    sql += " AND key IN (";
+    for (size_t i = 0; i < keys.size(); ++i) sql += i == 0 ? "?" : ",?";
+    sql += ")";
+  }
+  sql += " ORDER BY run_id, key";
+  RECTRAIN_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(sql));
+  for (size_t i = 0; i < keys.size(); ++i) s.Bind(static_cast<int>(i) + 1, keys[i]);
+  for (;;) {
+    RECTRAIN_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    auto it = slots.find(s.ColumnInt(0));
+    if (it == slots.end()) continue;
+    for (size_t slot : it->second) out[slot].emplace_back(s.ColumnText(1), s.ColumnText(2));
+  }
+  return out;
 }
 
 Result<RunComparison> TrackingStore::CompareRuns(std::span<const RunId> ids) {
@@ -845,13 +887,32 @@ Result<RunComparison> TrackingStore::CompareRuns(std::span<const RunId> ids) {
 }
 
 Result<std::vector<GroupSummary>> TrackingStore::ListGroups() {
+  return ListGroups(GroupBy::kGroupId);
+}
+
+Result<std::vector<GroupSummary>> TrackingStore::ListGroups(GroupBy by) {
+  std::string key, from;
+  switch (by) {
+    case GroupBy::kGroupId:
+      key = "r.group_id";
+      from = "runs r WHERE r.group_id != ''";
+      break;
+    case GroupBy::kParent:
+      key = "CAST(r.parent_id AS TEXT)";
+      from = "runs r WHERE r.parent_id IS NOT NULL";
+      break;
+    case GroupBy::kTag:
+      key = "t.tag";
+      from = "runs r JOIN run_tags t ON t.run_id = r.id";
+      break;
+  }
   std::lock_guard lock(mu_);
   RECTRAIN_ASSIGN_OR_RETURN(
-      Stmt s, db_->Prepare("SELECT group_id, count(*), sum(status = 'running'), "
-                           "sum(status = 'finished'), sum(status = 'failed'), "
-                           "sum(status = 'stopped'), min(start_time), max(start_time) "
-                           "FROM runs WHERE group_id != '' GROUP BY group_id "
-                           "ORDER BY max(start_time) DESC, group_id"));
+      Stmt s, db_->Prepare("SELECT " + key + ", count(*), sum(r.status = 'running'), "
+                           "sum(r.status = 'finished'), sum(r.status = 'failed'), "
+                           "sum(r.status = 'stopped'), min(r.start_time), max(r.start_time) "
+                           "FROM " + from + " GROUP BY " + key +
+                           " ORDER BY max(r.start_time) DESC, " + key));
   std::vector<GroupSummary> out;
   for (;;) {
     RECTRAIN_ASSIGN_OR_RETURN(bool row, s.Step());

@@ -173,10 +173,15 @@ struct RunComparison {
 };
 
 struct GroupSummary {
-  std::string group_id;
+  std::string group_id;  // The group id; with GroupBy::kParent the parent run id in decimal;
+                         // with GroupBy::kTag the tag.
   int64_t runs = 0, running = 0, finished = 0, failed = 0, stopped = 0;
   double first_start_time = 0.0, last_start_time = 0.0;
 };
+
+// How ListGroups() forms groups: by RunInfo::group_id (runs without one are in no group), by
+// parent run (runs without a parent are in none), or by tag (a run is in one group per tag).
+enum class GroupBy { kGroupId, kParent, kTag };
 
 class TrackingStore {
  public:
@@ -228,9 +233,21 @@ class TrackingStore {
   // The series of `key` for `run`, reduced to at most max_points points by min/max buckets
   // (max_points <= 0: all). NotFound for an unknown run; an unknown key gives an empty series.
   Result<MetricSeries> GetMetrics(RunId run, std::string_view key, int64_t max_points);
+  // The same restricted to steps in [min_step, max_step] (a zoomed chart): total_points counts
+  // the points in the range. InvalidArgument if min_step > max_step.
+  Result<MetricSeries> GetMetrics(RunId run, std::string_view key, int64_t max_points,
+                                  int64_t min_step, int64_t max_step);
+  // The params of several runs in one query (runs-table columns, group plots): one vector per
+  // id, in the order of `ids`, each sorted by key; only `keys` if non-empty, else all. An id
+  // that does not exist (e.g. deleted meanwhile) gets an empty vector. InvalidArgument for more
+  // than 10000 ids.
+  Result<std::vector<std::vector<KeyValue>>> GetParams(std::span<const RunId> ids,
+                                                       std::span<const std::string> keys = {});
   // InvalidArgument if ids is empty or has more than 100 entries; NotFound naming a missing id.
   Result<RunComparison> CompareRuns(std::span<const RunId> ids);
-  Result<std::vector<GroupSummary>> ListGroups();
+  Result<std::vector<GroupSummary>> ListGroups();  // = ListGroups(GroupBy::kGroupId)
+  // Groups with status counts, the most recently started group first.
+  Result<std::vector<GroupSummary>> ListGroups(GroupBy by);
   // CSV (RFC 4180) of the runs matching `filter` (limit/offset apply): columns id, name,
   // status, start_time, end_time, host, group_id, tags (';'-joined), then "param:<key>" for every
   // param key and "metric:<key>" for every final metric key among those runs.

@@ -1,0 +1,52 @@
+// rectrain/http/ui_server.h: `rectrain ui` as a library call. ServeUi() opens the tracking store,
+// serves the web UI (static files built from ui/ with npm), the REST API and /metrics on one
+// port, prints the URL and blocks until SIGINT or SIGTERM, then stops cleanly.
+//
+// Security: binds 127.0.0.1 by default. A non-loopback host needs a token: UiOptions::token,
+// else $RECTRAIN_UI_TOKEN, else one is generated and printed with the URL. Log tails are served
+// only from files under the workspace (the store's directory unless artifact_root is set).
+//
+// Thread safety: call from the main thread. ServeUi installs SIGINT/SIGTERM handlers for its
+// duration and restores the previous ones before returning.
+//
+// Example (the whole of `rectrain ui`):
+//   http::UiOptions o;  o.store_path = workspace + "/rectrain.db";  o.port = flags.port;
+//   return http::ServeUi(o);
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+#include "rectrain/base/result.h"
+#include "rectrain/base/status.h"
+
+namespace rectrain::http {
+
+struct UiOptions {
+  std::string store_path;          // Required: the tracking database (created if absent).
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0 = any free port.
+  std::string token;               // See the top comment.
+  std::string static_dir;          // "" = FindUiAssets("").
+  std::string artifact_root;       // "" = the directory of store_path.
+  int num_threads = 4;
+  std::ostream* out = nullptr;     // Where the URL line goes; null = std::cout.
+  // Called once the server accepts connections, with the URL (token included); for tests and
+  // for callers that open a browser.
+  std::function<void(const std::string& url)> on_ready;
+};
+
+// Locates the built UI (a directory holding index.html), in this order: `explicit_dir`;
+// $RECTRAIN_UI_DIR; <executable dir>/../share/rectrain/ui; <executable dir>/ui; the build
+// tree's copy (CMake target rectrain_ui_assets); the source tree's ui/dist. NotFound listing
+// the places tried and how to build it if none has index.html. An explicit_dir or
+// $RECTRAIN_UI_DIR without index.html is NotFound at once (no silent fallback).
+Result<std::string> FindUiAssets(std::string_view explicit_dir);
+
+// Serves until SIGINT/SIGTERM. Errors: those of TrackingStore::Open, FindUiAssets and
+// Server::Start (InvalidArgument for a bad token, Unavailable if the port is taken).
+Status ServeUi(const UiOptions& options);
+
+}  // namespace rectrain::http

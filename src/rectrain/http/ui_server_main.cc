@@ -1,0 +1,53 @@
+// rectrain_ui_server: serves the web UI over a tracking store until Ctrl-C. A stand-in for
+// `rectrain ui` (same library call, http::ServeUi) used by the browser test.
+//   rectrain_ui_server --store ws/rectrain.db [--host 127.0.0.1] [--port 8080] [--token T]
+//                      [--static-dir DIR] [--artifact-root DIR]
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "rectrain/http/ui_server.h"
+
+int main(int argc, char** argv) {
+  rectrain::http::UiOptions o;
+  auto usage = [] {
+    std::cerr << "usage: rectrain_ui_server --store PATH [--host H] [--port P] [--token T] "
+                 "[--static-dir DIR] [--artifact-root DIR]\n";
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") return usage(), 0;
+    if (i + 1 >= argc) return usage();
+    std::string value = argv[++i];
+    if (flag == "--store") {
+      o.store_path = value;
+    } else if (flag == "--host") {
+      o.host = value;
+    } else if (flag == "--port") {
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), o.port);
+      if (ec != std::errc() || p != value.data() + value.size() || o.port < 0 || o.port > 65535) {
+        std::cerr << "rectrain_ui_server: --port must be 0..65535, got '" << value << "'\n";
+        return 2;
+      }
+    } else if (flag == "--token") {
+      o.token = value;
+    } else if (flag == "--static-dir") {
+      o.static_dir = value;
+    } else if (flag == "--artifact-root") {
+      o.artifact_root = value;
+    } else {
+      std::cerr << "rectrain_ui_server: unknown flag '" << flag << "'\n";
+      return usage();
+    }
+  }
+  if (o.store_path.empty()) return usage();
+  rectrain::Status st = rectrain::http::ServeUi(o);
+  if (!st.ok()) {
+    std::cerr << "rectrain_ui_server: " << st << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,248 @@
+// Tests for what the web UI adds to the server: include_params on /api/runs, step ranges on
+// metrics, groups by parent/tag, the log tail (and its workspace confinement), ServeUi itself,
+// and that `rectrain runs --json` (track/runs_report.h) prints the REST API's shapes.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "rectrain/http/server.h"
+#include "rectrain/http/ui_server.h"
+#include "rectrain/track/runs_report.h"
+
+namespace rectrain::http {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class UiApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("rectrain_ui_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "ws" / "logs");
+    fs::create_directories(dir_ / "static");
+    std::ofstream(dir_ / "static" / "index.html") << "<html>rectrain ui</html>";
+    auto store = track::TrackingStore::Open((dir_ / "ws" / "rectrain.db").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+    track::RunInfo parent;
+    parent.name = "study-driver";
+    ASSERT_TRUE(store_->StartRun(parent).ok());  // id 1
+    for (int i = 0; i < 3; ++i) {
+      track::RunInfo info;
+      info.name = "trial" + std::to_string(i);
+      info.parent_id = 1;
+      info.tags = {i == 0 ? "baseline" : "sweep"};
+      info.params = {{"lr", std::to_string(i)}, {"seed", "7"}, {"model", "deepfm"}};
+      auto id = store_->StartRun(info);  // ids 2, 3, 4
+      ASSERT_TRUE(id.ok());
+      for (int step = 0; step < 100; ++step) {
+        std::pair<std::string, double> m[] = {{"loss", 1.0 / (step + 1)}};
+        ASSERT_TRUE(store_->LogMetrics(*id, step, m).ok());
+      }
+      std::pair<std::string, double> fin[] = {{"auc", 0.7 + 0.1 * i}};
+      ASSERT_TRUE(store_->SetFinal(*id, fin).ok());
+    }
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+  void StartServer(ServerOptions opts = {}) {
+    opts.static_dir = (dir_ / "static").string();
+    auto s = Server::Start(opts, nullptr, store_.get());
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(s).value();
+  }
+  json GetJson(const std::string& path, int want_status = 200) {
+    httplib::Client c("127.0.0.1", server_->port());
+    auto res = c.Get(path.c_str());
+    EXPECT_TRUE(res) << path;
+    if (!res) return {};
+    EXPECT_EQ(res->status, want_status) << path << " -> " << res->body;
+    return json::parse(res->body);
+  }
+
+  fs::path dir_;
+  std::unique_ptr<track::TrackingStore> store_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(UiApiTest, IncludeParams) {
+  StartServer();
+  json all = GetJson("/api/runs?sort=id&order=asc&include_params=all");
+  ASSERT_EQ(all["runs"].size(), 4u);
+  EXPECT_EQ(all["runs"][0]["params"], json::object());  // the driver has none
+  EXPECT_EQ(all["runs"][3]["params"], json({{"lr", "2"}, {"model", "deepfm"}, {"seed", "7"}}));
+  json some = GetJson("/api/runs?sort=id&order=asc&include_params=lr,missing");
+  EXPECT_EQ(some["runs"][1]["params"], json({{"lr", "0"}}));
+  EXPECT_FALSE(GetJson("/api/runs")["runs"][0].contains("params"));
+}
+
+TEST_F(UiApiTest, MetricsStepRange) {
+  StartServer();
+  json m = GetJson("/api/runs/2/metrics?key=loss&min_step=10&max_step=19&max_points=0");
+  ASSERT_EQ(m["series"][0]["points"].size(), 10u);
+  EXPECT_EQ(m["series"][0]["total_points"], 10);
+  EXPECT_EQ(m["series"][0]["points"][0][0], 10);
+  EXPECT_EQ(m["series"][0]["points"][9][0], 19);
+  json reduced = GetJson("/api/runs/2/metrics?key=loss&min_step=0&max_step=99&max_points=20");
+  EXPECT_EQ(reduced["series"][0]["downsampled"], true);
+  EXPECT_LE(reduced["series"][0]["points"].size(), 20u);
+  json bad = GetJson("/api/runs/2/metrics?min_step=5&max_step=4", 400);
+  EXPECT_EQ(bad["error"]["message"], "min_step 5 > max_step 4");
+  json bad2 = GetJson("/api/runs/2/metrics?min_step=x", 400);
+  EXPECT_EQ(bad2["error"]["message"], "query parameter 'min_step' must be an integer, got 'x'");
+}
+
+TEST_F(UiApiTest, GroupsByParentAndTag) {
+  StartServer();
+  json parents = GetJson("/api/groups?by=parent");
+  ASSERT_EQ(parents["groups"].size(), 1u);
+  EXPECT_EQ(parents["groups"][0]["group_id"], "1");
+  EXPECT_EQ(parents["groups"][0]["runs"], 3);
+  EXPECT_EQ(parents["groups"][0]["running"], 3);
+  json tags = GetJson("/api/groups?by=tag");
+  ASSERT_EQ(tags["groups"].size(), 2u);
+  std::map<std::string, int> counts;
+  for (auto& g : tags["groups"]) counts[g["group_id"]] = g["runs"];
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"baseline", 1}, {"sweep", 2}}));
+  EXPECT_EQ(GetJson("/api/groups?by=group")["groups"].size(), 0u);
+  EXPECT_EQ(GetJson("/api/groups?by=color", 400)["error"]["message"],
+            "query parameter 'by' must be group, parent or tag, got 'color'");
+}
+
+TEST_F(UiApiTest, LogTailConfinedToWorkspace) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "line " + std::to_string(i) + "\n";
+  std::ofstream(dir_ / "ws" / "logs" / "train.log") << text;
+  std::ofstream(dir_ / "outside.log") << "secret\n";
+  fs::create_symlink(dir_ / "outside.log", dir_ / "ws" / "logs" / "sneaky.log");
+  ASSERT_TRUE(store_->AddArtifact(2, "log", (dir_ / "ws" / "logs" / "train.log").string()).ok());
+  ASSERT_TRUE(store_->AddArtifact(3, "log", (dir_ / "outside.log").string()).ok());
+  ASSERT_TRUE(store_->AddArtifact(4, "log", (dir_ / "ws" / "logs" / "sneaky.log").string()).ok());
+  ServerOptions opts;
+  opts.artifact_root = (dir_ / "ws").string();
+  StartServer(opts);
+
+  json full = GetJson("/api/runs/2/log");
+  EXPECT_EQ(full["text"], text);
+  EXPECT_EQ(full["truncated"], false);
+  EXPECT_EQ(full["size_bytes"], static_cast<int64_t>(text.size()));
+  // The last 20 bytes are "7\nline 198\nline 199\n"; the partial first line is dropped.
+  json tail = GetJson("/api/runs/2/log?max_bytes=20");
+  EXPECT_EQ(tail["text"], std::string("line 198\nline 199\n"));
+  EXPECT_EQ(tail["truncated"], true);
+
+  const std::string root = fs::canonical(dir_ / "ws").string();
+  EXPECT_EQ(GetJson("/api/runs/3/log", 403)["error"]["message"],
+            "log " + (dir_ / "outside.log").string() + " is outside the workspace " + root);
+  EXPECT_EQ(GetJson("/api/runs/4/log", 403)["error"]["message"],
+            "log " + (dir_ / "ws" / "logs" / "sneaky.log").string() +
+                " is outside the workspace " + root);
+  EXPECT_EQ(GetJson("/api/runs/1/log", 404)["error"]["message"], "run 1 has no log artifact");
+  EXPECT_EQ(GetJson("/api/runs/99/log", 404)["error"]["message"], "run 99 not found");
+  EXPECT_EQ(GetJson("/api/runs/2/log?max_bytes=0", 400)["error"]["message"],
+            "max_bytes must be in 1..1048576, got 0");
+}
+
+TEST_F(UiApiTest, LogTailOffWithoutArtifactRoot) {
+  std::ofstream(dir_ / "ws" / "logs" / "train.log") << "hello\n";
+  ASSERT_TRUE(store_->AddArtifact(2, "log", (dir_ / "ws" / "logs" / "train.log").string()).ok());
+  StartServer();
+  EXPECT_EQ(GetJson("/api/runs/2/log", 403)["error"]["message"],
+            "log files are not served: the server has no artifact root");
+}
+
+// `rectrain runs ... --json` must print what the REST API serves.
+TEST_F(UiApiTest, RunsReportJsonMatchesRestApi) {
+  StartServer();
+  track::RunFilter f;
+  f.sort_by = "id";
+  f.descending = false;
+  auto list = store_->ListRuns(f);
+  ASSERT_TRUE(list.ok());
+  json cli = json::parse(*track::FormatRunList(*list, true));
+  json api = GetJson("/api/runs?sort=id&order=asc");
+  EXPECT_EQ(cli["runs"], api["runs"]);
+  EXPECT_EQ(cli["total"], api["total"]);
+
+  auto detail = store_->GetRun(3);
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(json::parse(*track::FormatRunDetail(*detail, true)), GetJson("/api/runs/3"));
+
+  track::RunId ids[] = {2, 4};
+  auto cmp = store_->CompareRuns(ids);
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_EQ(json::parse(*track::FormatComparison(*cmp, true)), GetJson("/api/compare?ids=2,4"));
+}
+
+TEST_F(UiApiTest, ServeUiServesUntilSigterm) {
+  UiOptions o;
+  o.store_path = (dir_ / "ws" / "rectrain.db").string();
+  o.port = 0;
+  o.static_dir = (dir_ / "static").string();
+  std::ostringstream out;
+  o.out = &out;
+  std::string url;
+  std::mutex mu;
+  std::condition_variable cv;
+  o.on_ready = [&](const std::string& u) {
+    std::lock_guard l(mu);
+    url = u;
+    cv.notify_all();
+  };
+  Status result = InternalError("not finished");
+  std::thread t([&] { result = ServeUi(o); });
+  {
+    std::unique_lock l(mu);
+    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(10), [&] { return !url.empty(); }));
+  }
+  ASSERT_TRUE(url.starts_with("http://127.0.0.1:")) << url;
+  std::string hostport = url.substr(7, url.size() - 8);  // without "http://" and the final '/'
+  int port = std::stoi(hostport.substr(hostport.find(':') + 1));
+  httplib::Client c("127.0.0.1", port);
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->body, "<html>rectrain ui</html>");
+  auto runs = c.Get("/api/runs");
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(json::parse(runs->body)["total"], 4);
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("process_resident_memory_bytes"), std::string::npos);
+  kill(getpid(), SIGTERM);
+  t.join();
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_NE(out.str().find("rectrain ui: serving " + o.store_path + " at " + url + "\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("SIGTERM received, stopping"), std::string::npos);
+  EXPECT_FALSE(c.Get("/healthz"));  // stopped
+}
+
+TEST_F(UiApiTest, ServeUiErrors) {
+  UiOptions o;
+  o.store_path = (dir_ / "ws" / "rectrain.db").string();
+  o.static_dir = (dir_ / "nowhere").string();
+  EXPECT_EQ(ServeUi(o), NotFoundError("UI directory " + o.static_dir + " has no index.html"));
+  o.static_dir = (dir_ / "static").string();
+  o.host = "0.0.0.0";
+  o.token = "short";
+  EXPECT_EQ(ServeUi(o), InvalidArgumentError("the token must have at least 16 characters"));
+  o.store_path = "";
+  EXPECT_EQ(ServeUi(o), InvalidArgumentError("ServeUi needs a store_path"));
+}
+
+}  // namespace
+}  // namespace rectrain::http
