@@ -273,7 +273,8 @@ Status DecodeDeltaByteArray(const ChunkContext& c, std::span<const uint8_t> in, 
                            " bytes, expected " + std::to_string(fixed));
     }
     out_total += prefix + suffix;
-    if (out_total > c.opt->max_page_bytes) {
+    if (out_total > c.opt->max_page_bytes ||
+        static_cast<int64_t>(bytes->size()) + prefix + suffix > c.opt->max_chunk_bytes) {
       return ResourceExhaustedError("DELTA_BYTE_ARRAY page expands beyond "
                                     "ParquetReadOptions::max_page_bytes");
     }
@@ -326,6 +327,11 @@ Status DecodeValues(const ChunkContext& c, int32_t encoding, std::span<const uin
       const uint8_t* dbytes = s.dict_bytes.data();
       int64_t total = 0;
       for (int64_t i = 0; i < n; ++i) total += doff[idx[i] + 1] - doff[idx[i]];
+      if (static_cast<int64_t>(out->bytes.size()) + total > c.opt->max_chunk_bytes) {
+        return ResourceExhaustedError(
+            "dictionary strings expand to more than ParquetReadOptions::max_chunk_bytes (" +
+            std::to_string(c.opt->max_chunk_bytes) + ")");
+      }
       int64_t bbase = out->bytes.size();
       out->bytes.resize(bbase + total);
       size_t obase = out->offsets.size();

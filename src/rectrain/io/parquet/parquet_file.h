@@ -147,6 +147,7 @@ struct ParquetReadOptions {
   int64_t max_footer_bytes = int64_t{64} << 20;
   int64_t max_page_bytes = int64_t{512} << 20;        // compressed or uncompressed page size
   int64_t max_values_per_chunk = int64_t{1} << 28;    // levels (rows + list elements) per chunk
+  int64_t max_chunk_bytes = int64_t{4} << 30;         // decoded byte-array bytes per chunk
   int64_t max_schema_elements = 100000;
   int64_t max_row_groups = 1000000;
 };

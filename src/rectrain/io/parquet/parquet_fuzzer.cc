@@ -12,6 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ParquetReadOptions opt;
   opt.max_page_bytes = 4 << 20;
   opt.max_values_per_chunk = 1 << 20;
+  opt.max_chunk_bytes = 64 << 20;
   auto file = ParquetFile::OpenBuffer("fuzz", std::vector<uint8_t>(data, data + size), opt);
   if (!file.ok()) return 0;
   ColumnChunkReader reader(file->get());

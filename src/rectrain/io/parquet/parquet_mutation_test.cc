@@ -22,6 +22,7 @@ ParquetReadOptions Limits() {
   ParquetReadOptions o;
   o.max_page_bytes = 4 << 20;
   o.max_values_per_chunk = 1 << 20;
+  o.max_chunk_bytes = 64 << 20;
   return o;
 }
 

@@ -497,6 +497,30 @@ TEST(ParquetHandmade, DictionaryIndexOutOfRange) {
                                "(dictionary has 2 entries) at value 0 of the page");
 }
 
+TEST(ParquetHandmade, HostileDictionaryExpansionIsBounded) {
+  // One 1000-byte dictionary entry repeated a million times by a 5-byte RLE run: 1 GB of output.
+  TestColumn s{"s"};
+  std::string dict = Page(2, 1, 0, PlainStrings({std::string(1000, 'a')}));
+  std::string run = {'\x01'};  // bit width 1
+  for (uint64_t v = 2000000; ; v >>= 7) {  // RLE header: run length 1e6, shifted left by 1
+    if (v < 0x80) { run += static_cast<char>(v); break; }
+    run += static_cast<char>((v & 0x7f) | 0x80);
+  }
+  run += '\0';  // run value: index 0
+  s.chunk = dict + Page(0, 1000000, 8, run);
+  s.num_values = 1000000;
+  s.has_dict = true;
+  ParquetReadOptions opt;
+  opt.max_chunk_bytes = 1 << 20;
+  auto f = ParquetFile::OpenBuffer("mem", BuildFile({s}, 1000000), opt);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ((*f)->ReadColumn(0, 0).status().ToString(),
+            "RESOURCE_EXHAUSTED: mem: column 's' (row group 0): page at offset " +
+                std::to_string(4 + dict.size()) +
+                ": in RLE_DICTIONARY values: dictionary strings expand to more than "
+                "ParquetReadOptions::max_chunk_bytes (1048576)");
+}
+
 TEST(ParquetHandmade, InvalidUtf8) {
   TestColumn s{"s"};
   s.chunk = Page(0, 3, 0, PlainStrings({"ok", "\xff\xfe", "x"}));
