@@ -16,8 +16,14 @@ std::string ValidRows(Rng& rng, int n) {
   std::string s;
   for (int i = 0; i < n; ++i) {
     s += rng.Below(2) ? "1" : "0";
-    for (int d = 0; d < 2; ++d) s += "\t" + (rng.Below(4) ? std::to_string(rng.Below(2000)) : "");
-    for (int c = 0; c < 2; ++c) s += "\t" + (rng.Below(4) ? std::to_string(rng.Below(1000000)) : "");
+    for (int d = 0; d < 2; ++d) {
+      s.push_back('\t');
+      if (rng.Below(4)) s.append(std::to_string(rng.Below(2000)));
+    }
+    for (int c = 0; c < 2; ++c) {
+      s.push_back('\t');
+      if (rng.Below(4)) s.append(std::to_string(rng.Below(1000000)));
+    }
     s += rng.Below(8) ? "\n" : "\r\n";
   }
   return s;
