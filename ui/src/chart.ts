@@ -4,7 +4,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { h } from "./dom";
-import { fmtNum, PALETTE } from "./format";
+import { fmtAxis, fmtNum, PALETTE } from "./format";
 
 export interface Range {
   min: number;
@@ -131,7 +131,7 @@ export class LineChart {
           size: 64,
           grid: { stroke: "#e2e8f0" },
           ticks: { stroke: "#cbd5e1" },
-          values: (_u, splits) => splits.map((v) => fmtNum(v)),
+          values: (_u, splits) => splits.map((v) => fmtAxis(v)),
         },
       ],
       hooks: {
@@ -141,6 +141,10 @@ export class LineChart {
             const min = u.scales.x.min;
             const max = u.scales.x.max;
             if (min === undefined || max === undefined || min === null || max === null) return;
+            // uPlot also sets the scale itself (auto-ranging, sometimes after a tick); a scale that
+            // covers all loaded data is not a zoom. Only double-click resets a zoom.
+            const xs = u.data[0];
+            if (xs.length === 0 || (min <= xs[0] && max >= xs[xs.length - 1])) return;
             this.range = { min: Math.floor(min), max: Math.ceil(max) };
             clearTimeout(this.zoomTimer);
             this.zoomTimer = window.setTimeout(() => void this.refresh(), 120);
@@ -213,7 +217,7 @@ export function scatterChart(spec: ScatterSpec): HTMLElement {
             grid: { stroke: "#e2e8f0" },
             ...(cats ? { incrs: [1], values: (_u: uPlot, splits: number[]) => splits.map((v) => cats[v] ?? "") } : {}),
           },
-          { label: spec.yLabel, stroke: "#475569", size: 64, grid: { stroke: "#e2e8f0" }, values: (_u, s) => s.map((v) => fmtNum(v)) },
+          { label: spec.yLabel, stroke: "#475569", size: 64, grid: { stroke: "#e2e8f0" }, values: (_u, s) => s.map((v) => fmtAxis(v)) },
         ],
         hooks: {
           setCursor: [

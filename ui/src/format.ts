@@ -29,6 +29,18 @@ export function fmtNum(v: number | null | undefined): string {
   return String(Number(v.toPrecision(5)));
 }
 
+// Compact axis labels: 1.6G, 920k, 0.45, 1e-5.
+export function fmtAxis(v: number | null): string {
+  if (v === null || !Number.isFinite(v)) return "";
+  const a = Math.abs(v);
+  const units: [number, string][] = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  for (const [scale, suffix] of units) {
+    if (a >= scale) return `${Number((v / scale).toPrecision(4))}${suffix}`;
+  }
+  if (a !== 0 && a < 1e-3) return v.toExponential(1);
+  return String(Number(v.toPrecision(4)));
+}
+
 export function fmtBytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let v = n;

@@ -1,0 +1,356 @@
+// Browser end-to-end test of the rectrain web UI: Debian's chromium driven by playwright-core
+// (no browser download). Seeds a tracking store with ui_seed_store, starts rectrain_ui_server
+// on a free loopback port, and drives the UI like a user. Screenshots and figures go to --out.
+//
+//   node e2e.mjs --suite demo|scale --server BIN --seed BIN --out DIR
+//
+// demo:  runs table, filters (status, tag, metric threshold, config search), chosen columns
+//        kept across reloads, sort, compare two runs (curves drawn, config diff, finals),
+//        live run page (curve grows while a writer appends), log tail, groups page scatter,
+//        token auth. Fails on any page error.
+// scale: 10,000 runs + a run with 1,000,000 points; times the first render of the runs
+//        table, a metric sort, the big curve and a zoom; each must stay under 10 s.
+// Exit codes: 0 pass, 1 fail, 77 skipped (no chromium).
+import { spawn, execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+const suite = args.suite ?? "demo";
+const CHROMIUM = process.env.RECTRAIN_CHROMIUM ?? "/usr/bin/chromium";
+const BOUND_MS = 10000;
+for (const k of ["server", "seed", "out"]) {
+  if (!args[k]) {
+    console.error(`e2e.mjs: missing --${k}`);
+    process.exit(2);
+  }
+}
+if (!existsSync(CHROMIUM)) {
+  console.log(`SKIP: ${CHROMIUM} not found; install Debian's chromium (scripts/install_deps.sh)`);
+  process.exit(77);
+}
+mkdirSync(args.out, { recursive: true });
+
+const work = mkdtempSync(join(tmpdir(), `rectrain-ui-${suite}-`));
+const store = join(work, "ws", "rectrain.db");
+mkdirSync(join(work, "ws"), { recursive: true });
+const children = [];
+const figures = { suite };
+let context = null;
+let page = null;
+const pageErrors = [];
+
+function seed(...rest) {
+  const out = execFileSync(args.seed, ["--store", store, ...rest], { encoding: "utf8", maxBuffer: 1 << 20 });
+  return JSON.parse(out.trim().split("\n").pop());
+}
+
+function startServer(extra = []) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(args.server, ["--store", store, "--port", "0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(p);
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`server did not print its URL in 20 s: ${out}`)), 20000);
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/ at (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc: p, url: m[1] });
+      }
+    });
+    p.stderr.on("data", (d) => (out += d));
+    p.on("exit", (code) => {
+      clearTimeout(timer);
+      if (!out.match(/ at (http:\/\/\S+)/)) reject(new Error(`server exited with ${code}: ${out}`));
+    });
+  });
+}
+
+async function stopServer(s) {
+  if (s.proc.exitCode !== null) return;
+  const done = new Promise((r) => s.proc.on("exit", r));
+  s.proc.kill("SIGTERM");
+  await done;
+  if (s.proc.exitCode !== 0) throw new Error(`server exited with ${s.proc.exitCode} on SIGTERM`);
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error("assertion failed: " + msg);
+}
+
+let stepNo = 0;
+async function step(name, fn) {
+  const t0 = Date.now();
+  stepNo++;
+  try {
+    await fn();
+    console.log(`ok ${stepNo} - ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    console.log(`not ok ${stepNo} - ${name}: ${e.message}`);
+    if (page) await page.screenshot({ path: join(args.out, `${suite}-failure.png`), fullPage: true }).catch(() => {});
+    throw e;
+  }
+}
+
+const rows = () => page.locator("#runs-table tbody tr");
+async function waitRows(n) {
+  await page.waitForFunction((n) => document.querySelectorAll("#runs-table tbody tr").length === n || (n === 0 && document.querySelector(".empty")), n, { timeout: 10000 });
+}
+async function shot(name) {
+  const path = join(args.out, name);
+  await page.screenshot({ path, fullPage: true });
+  console.log(`# screenshot ${path}`);
+}
+// Counts non-background pixels of a chart's canvas: > 0 means lines were drawn.
+async function inkedPixels(chartSel) {
+  return page.evaluate((sel) => {
+    const c = document.querySelector(sel + " canvas");
+    if (!c || c.width === 0 || c.height === 0) return -1;
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const [r, g, b, a] = [d[i], d[i + 1], d[i + 2], d[i + 3]];
+      if (a > 0 && !(r > 240 && g > 240 && b > 240)) n++;
+    }
+    return n;
+  }, chartSel);
+}
+async function dragZoom(chartSel, fromFrac, toFrac) {
+  const box = await page.locator(chartSel + " .u-over").boundingBox();
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width * fromFrac, y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * ((fromFrac + toFrac) / 2), y, { steps: 4 });
+  await page.mouse.move(box.x + box.width * toFrac, y, { steps: 4 });
+  await page.mouse.up();
+}
+
+async function demo() {
+  const info = seed("demo");
+  const server = await startServer();
+  const base = server.url.replace(/\/$/, "");
+  figures.url = server.url;
+
+  await step("runs table lists every run", async () => {
+    await page.goto(server.url);
+    await waitRows(info.total);
+    const headers = await page.locator("#runs-table thead th").allTextContents();
+    assert(headers.some((t) => t.startsWith("val/auc")), `val/auc column in ${headers}`);
+    await shot("runs.png");
+  });
+  await step("filter by status", async () => {
+    await page.selectOption("#status-filter", "failed");
+    await waitRows(1);
+    assert((await rows().first().textContent()).includes("diverged"), "the failed run is listed");
+    await page.selectOption("#status-filter", "");
+    await waitRows(info.total);
+  });
+  await step("filter by tag", async () => {
+    await page.fill("#tag-filter", "baseline");
+    await page.press("#tag-filter", "Enter");
+    await waitRows(2);
+    await page.fill("#tag-filter", "");
+    await page.press("#tag-filter", "Enter");
+    await waitRows(info.total);
+  });
+  await step("filter by final-metric threshold", async () => {
+    await page.fill("#metric-filter", "val/auc>=0.78");
+    await page.press("#metric-filter", "Enter");
+    await waitRows(2);
+    await page.fill("#metric-filter", "");
+    await page.press("#metric-filter", "Enter");
+    await waitRows(info.total);
+  });
+  await step("search by config value", async () => {
+    await page.fill("#search", "model.name=dcn");
+    await page.press("#search", "Enter");
+    await waitRows(1);
+    assert((await rows().first().textContent()).includes("baseline-dcn"), "dcn run found");
+    await page.goto(base + "/#/runs");
+    await waitRows(info.total);
+  });
+  await step("chosen columns persist across reloads", async () => {
+    await page.click("#columns-btn");
+    await page.waitForSelector("#columns-popover input[data-col='param:optimizer.lr']");
+    await page.check("#columns-popover input[data-col='param:optimizer.lr']");
+    await page.waitForSelector("#runs-table th[data-col='param:optimizer.lr']");
+    await page.reload();
+    await waitRows(info.total);
+    await page.waitForSelector("#runs-table th[data-col='param:optimizer.lr']", { timeout: 5000 });
+  });
+  await step("sort by a final metric", async () => {
+    await page.click("#runs-table th[data-col='metric:val/auc']");
+    await page.waitForFunction((id) => document.querySelector("#runs-table tbody tr")?.dataset.runId === String(id), info.trials[2], { timeout: 10000 });
+  });
+  await step("compare two runs: curves overlaid, config diff, finals", async () => {
+    await page.check(`#runs-table tr[data-run-id='${info.trials[0]}'] input[type=checkbox]`);
+    await page.check(`#runs-table tr[data-run-id='${info.trials[2]}'] input[type=checkbox]`);
+    await page.click("#compare-btn");
+    await page.waitForSelector("#compare-charts .chart[data-points] canvas");
+    const loss = "#compare-charts .chart[data-title='train/loss']";
+    await page.waitForSelector(loss + "[data-points]");
+    assert((await page.getAttribute(loss, "data-series")) === "2", "two lines on train/loss");
+    const box = await page.locator(loss + " canvas").boundingBox();
+    assert(box && box.width > 200 && box.height > 100, `canvas size ${JSON.stringify(box)}`);
+    const ink = await inkedPixels(loss);
+    assert(ink > 500, `curves drawn (${ink} inked pixels)`);
+    figures.compare_inked_pixels = ink;
+    const charts = await page.locator("#compare-charts .chart").count();
+    assert(charts >= 5, `one chart per metric key (${charts})`);
+    const diffKeys = await page.locator("#config-diff tbody tr td:first-child").allTextContents();
+    assert(diffKeys.includes("optimizer.lr"), `lr differs: ${diffKeys}`);
+    assert(!diffKeys.includes("model.name"), `equal keys hidden: ${diffKeys}`);
+    const finals = await page.locator("#final-metrics tbody tr td:first-child").allTextContents();
+    assert(finals.includes("val/auc"), `finals side by side: ${finals}`);
+    assert((await page.locator("#final-metrics td.best").count()) >= 1, "best value highlighted");
+    await shot("compare.png");
+  });
+  await step("run page updates live while the run is running", async () => {
+    await page.goto(`${base}/#/run/${info.live}`);
+    const loss = "#run-charts .chart[data-title='train/loss']";
+    await page.waitForSelector(loss + "[data-points]");
+    const before = Number(await page.getAttribute(loss, "data-points"));
+    const writer = spawn(args.seed, ["--store", store, "append", String(info.live), "--steps", "40", "--interval-ms", "100"], { stdio: "ignore" });
+    children.push(writer);
+    await page.waitForFunction(
+      ([sel, n]) => Number(document.querySelector(sel)?.dataset.points ?? 0) > n,
+      [loss, before],
+      { timeout: 15000 },
+    );
+    figures.live_points_before = before;
+    figures.live_points_after = Number(await page.getAttribute(loss, "data-points"));
+    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.includes("epoch 0 step"), "#log-tail", { timeout: 5000 });
+    assert((await page.locator("#system-charts .chart").count()) === 2, "system figures charted");
+    assert((await page.locator("#data-files").textContent()).includes("criteo_day1.tsv"), "data files listed");
+    assert((await page.locator("#config").textContent()).includes("embedding_dim: 32"), "config shown");
+    await new Promise((r) => writer.on("exit", r));
+    await shot("run.png");
+  });
+  await step("groups page plots a param against a metric", async () => {
+    await page.goto(`${base}/#/groups`);
+    await page.waitForSelector("#groups-table");
+    assert((await page.locator("#groups-table").textContent()).includes("study-lr"), "study group listed");
+    await page.click("#groups-table a");
+    await page.waitForSelector("#group-plot .chart canvas");
+    assert((await page.inputValue("#group-param")) === "optimizer.lr", "varying param chosen first");
+    assert((await page.getAttribute("#group-plot .chart", "data-points")) === "5", "one point per trial");
+    await page.waitForFunction(() => document.querySelectorAll("#group-runs tbody tr").length === 5);
+    await shot("groups.png");
+    await page.goto(`${base}/#/groups?by=parent`);
+    await page.waitForSelector("#groups-table");
+    assert((await page.locator("#groups-table tbody tr").count()) === 1, "one parent group");
+  });
+  await stopServer(server);
+
+  await step("token: API calls carry it; without it the API refuses", async () => {
+    const token = "0123456789abcdef0123";
+    const s = await startServer(["--token", token]);
+    assert(s.url.includes("?token=" + token), `URL carries the token: ${s.url}`);
+    await page.goto(s.url);
+    await waitRows(info.total);
+    await page.goto(s.url.replace(/\?token=.*/, ""));
+    await page.waitForSelector(".error");
+    assert((await page.locator(".error").textContent()).includes("missing or wrong token"), "401 shown");
+    await stopServer(s);
+  });
+}
+
+async function scale() {
+  const info = seed("scale", "--runs", "10000", "--points", "1000000");
+  figures.seed_s = info.seed_s;
+  const server = await startServer();
+  const base = server.url.replace(/\/$/, "");
+  await step("runs table over 10,001 runs renders", async () => {
+    const t0 = Date.now();
+    await page.goto(server.url);
+    await waitRows(100);
+    figures.runs_table_first_render_ms = Date.now() - t0;
+    assert((await page.locator("#runs-info").textContent()).includes("10001 runs"), "total shown");
+    assert(figures.runs_table_first_render_ms < BOUND_MS, `first render ${figures.runs_table_first_render_ms} ms`);
+  });
+  await step("sort 10,001 runs by a final metric", async () => {
+    const first = await rows().first().getAttribute("data-run-id");
+    const t0 = Date.now();
+    await page.click("#runs-table th[data-col='metric:val/auc']");
+    await page.waitForFunction((f) => document.querySelector("#runs-table tbody tr")?.dataset.runId !== f, first, { timeout: BOUND_MS });
+    figures.sort_by_metric_ms = Date.now() - t0;
+    const t1 = Date.now();
+    await page.click("#next-page");
+    await page.waitForFunction(() => document.querySelector(".pager")?.textContent.includes("101–200"), null, { timeout: BOUND_MS });
+    figures.next_page_ms = Date.now() - t1;
+    await shot("scale-runs.png");
+  });
+  const chart = "#run-charts .chart[data-title='train/loss']";
+  await step("a 1,000,000-point curve renders (downsampled on the server)", async () => {
+    const t0 = Date.now();
+    await page.goto(`${base}/#/run/${info.big}`);
+    await page.waitForSelector(chart + "[data-points] canvas", { timeout: BOUND_MS * 2 });
+    figures.big_curve_first_render_ms = Date.now() - t0;
+    const pts = Number(await page.getAttribute(chart, "data-points"));
+    figures.big_curve_points_drawn = pts;
+    assert(pts > 500 && pts <= 1000, `downsampled to ${pts} points`);
+    assert((await page.locator(chart + " .chart-note").textContent()).includes("of 1,000,000 points"), "note names the total");
+    const ink = await inkedPixels(chart);
+    assert(ink > 500, `curve drawn (${ink} inked pixels)`);
+    const max = await page.evaluate(async (id) => {
+      const r = await fetch(`/api/runs/${id}/metrics?key=train/loss&max_points=1000`);
+      const j = await r.json();
+      return Math.max(...j.series[0].points.map((p) => p[1]));
+    }, info.big);
+    assert(max > 0.9, `the one-step spike survives downsampling (max ${max})`);
+    assert(figures.big_curve_first_render_ms < BOUND_MS, `big curve ${figures.big_curve_first_render_ms} ms`);
+  });
+  await step("zooming re-samples the range on the server", async () => {
+    const t0 = Date.now();
+    await dragZoom(chart, 0.45, 0.55);
+    await page.waitForFunction((sel) => document.querySelector(sel + " .chart-note")?.textContent.startsWith("steps "), chart, { timeout: BOUND_MS });
+    await page.waitForFunction((sel) => Number(document.querySelector(sel)?.dataset.points) > 500, chart, { timeout: BOUND_MS });
+    figures.zoom_refetch_ms = Date.now() - t0;
+    figures.zoom_note = await page.locator(chart + " .chart-note").textContent();
+    await shot("scale-run-zoomed.png");
+  });
+  await stopServer(server);
+}
+
+let exitCode = 0;
+try {
+  const userDataDir = mkdtempSync(join(tmpdir(), "rectrain-chromium-"));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1440, height: 900 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  page = await context.newPage();
+  page.on("pageerror", (e) => pageErrors.push(String(e)));
+  page.on("dialog", (d) => d.accept());
+  if (suite === "demo") await demo();
+  else if (suite === "scale") await scale();
+  else throw new Error(`unknown suite ${suite}`);
+  assert(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
+  console.log(`# figures ${JSON.stringify(figures)}`);
+  writeFileSync(join(args.out, `figures-${suite}.json`), JSON.stringify(figures, null, 2) + "\n");
+} catch (e) {
+  console.error(`FAIL (${suite}): ${e.stack ?? e}`);
+  if (pageErrors.length) console.error(`page errors: ${pageErrors.join("; ")}`);
+  exitCode = 1;
+} finally {
+  await context?.close().catch(() => {});
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(exitCode);
