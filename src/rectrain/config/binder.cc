@@ -716,6 +716,43 @@ std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,
   return result;
 }
 
+std::map<std::string, std::string> ConfigBinder::StringMap(
+    std::string_view path, std::map<std::string, std::string> def,
+    const std::vector<std::string>& choices) {
+  impl_->MarkKnown(path);
+  std::map<std::string, std::string> result = std::move(def);
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    if (node->kind != Node::Kind::kMap) {
+      impl_->Error(path, "expected a map of name: value, got " + Describe(*node), node);
+    } else {
+      std::map<std::string, std::string> values;
+      bool ok = true;
+      for (const auto& [k, item] : node->map) {
+        const std::string item_path = std::string(path) + "." + k;
+        if (item.kind != Node::Kind::kScalar) {
+          impl_->Error(item_path, "expected a string, got " + Describe(item), &item);
+          ok = false;
+        } else if (!choices.empty() &&
+                   std::find(choices.begin(), choices.end(), item.scalar) == choices.end()) {
+          std::string list;
+          for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+          impl_->Error(item_path, "\"" + item.scalar + "\" is not one of " + list, &item);
+          ok = false;
+        } else {
+          values[k] = item.scalar;
+        }
+      }
+      if (ok) result = std::move(values);
+    }
+  }
+  Node out;
+  out.kind = Node::Kind::kMap;
+  for (const auto& [k, v] : result) out.map.emplace_back(k, Scalar(v, true));
+  impl_->SetResolved(path, std::move(out));
+  return result;
+}
+
 int64_t ConfigBinder::Bytes(std::string_view path, int64_t def, Range range) {
   impl_->MarkKnown(path);
   int64_t result = def;

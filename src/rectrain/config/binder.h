@@ -104,6 +104,10 @@ class ConfigBinder {
   // A map from arbitrary keys to integers (all of its children count as known).
   std::map<std::string, int64_t> IntMap(std::string_view path, std::map<std::string, int64_t> def,
                                         Range range = Range::Any());
+  // A map from arbitrary keys to strings; `choices` non-empty restricts the values.
+  std::map<std::string, std::string> StringMap(std::string_view path,
+                                               std::map<std::string, std::string> def,
+                                               const std::vector<std::string>& choices = {});
   // A byte size (ParseByteSize); the resolved config shows it as FormatByteSize.
   int64_t Bytes(std::string_view path, int64_t def, Range range = Range::AtLeast(0));
 

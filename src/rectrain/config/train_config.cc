@@ -78,6 +78,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   for (const auto& [field, dim] : b.IntMap("model.field_dims", {}, Range::Closed(1, 4096))) {
     c.model.field_dims[field] = static_cast<int>(dim);
   }
+  c.model.field_pooling = b.StringMap("model.field_pooling", {}, {"sum", "mean"});
   c.model.hidden.clear();
   for (int64_t h : b.IntList("model.hidden", {400, 400, 400}, Range::Closed(1, 1 << 20))) {
     c.model.hidden.push_back(static_cast<int>(h));

@@ -1,0 +1,231 @@
+// End-to-end tests of the `rectrain` binary: exit codes, error messages, the train/eval/resume
+// round trip and signal handling.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+#ifndef RECTRAIN_BINARY
+#error "RECTRAIN_BINARY must name the rectrain executable"
+#endif
+
+namespace rectrain {
+namespace {
+namespace fs = std::filesystem;
+using testing::ReadAll;
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::TempDir("cli"));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static CmdResult Run(const std::vector<std::string>& args) {
+    std::string cmd = Quote(RECTRAIN_BINARY);
+    for (const auto& a : args) cmd += " " + Quote(a);
+    const std::string out = *dir_ + "/stdout", err = *dir_ + "/stderr";
+    cmd += " >" + Quote(out) + " 2>" + Quote(err) + " </dev/null";
+    const int rc = std::system(cmd.c_str());
+    CmdResult r;
+    r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = ReadAll(out);
+    r.err = ReadAll(err);
+    return r;
+  }
+  // Small generated data + a small DeepFM config; returns the config path.
+  static std::string SmallConfig(const std::string& name, int64_t rows, const std::string& extra = "") {
+    const std::string train = testing::Generate(*dir_, "train.tsv", 4000, 1);
+    const std::string valid = testing::Generate(*dir_, "valid.tsv", 1000, 2);
+    const std::string big = rows > 4000 ? testing::Generate(*dir_, "big.tsv", rows, 3) : train;
+    const std::string path = *dir_ + "/" + name + ".yaml";
+    testing::WriteAll(path, "threads: 1\ndata:\n  train: " + big + "\n  valid: " + valid +
+                                "\n  batch_size: 256\n"
+                                "model: {type: deepfm, embedding_dim: 4, hidden: [16]}\n"
+                                "train: {log_every_steps: 1}\n" + extra);
+    return path;
+  }
+  static std::string* dir_;
+};
+std::string* CliTest::dir_ = nullptr;
+
+TEST_F(CliTest, VersionHelpAndUsage) {
+  CmdResult r = Run({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("rectrain ", 0), 0u) << r.out;
+  r = Run({"help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("usage: rectrain <command>"), std::string::npos);
+  r = Run({"help", "train"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("usage: rectrain train CONFIG.yaml"), std::string::npos) << r.out;
+  r = Run({"train", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--set VALUE"), std::string::npos) << r.out;
+  r = Run({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("usage: rectrain <command>"), std::string::npos);
+}
+
+TEST_F(CliTest, UnknownCommandAndFlags) {
+  CmdResult r = Run({"trian"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "rectrain: error: unknown command \"trian\"; did you mean train?");
+  r = Run({"train", "x.yaml", "--bogus"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "rectrain train: error: unknown flag --bogus for rectrain train (see rectrain train --help)\n"
+            "hint: check the flags (rectrain help) and the config keys (docs/config.md)\n");
+  r = Run({"train", "x.yaml", "--run-dri", "d"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown flag --run-dri for rectrain train; did you mean --run-dir?"), std::string::npos) << r.err;
+  r = Run({"data", "gen", "--rows", "0", "--out", *dir_ + "/x.tsv"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "rectrain data gen: error: --rows must be > 0 (got 0)");
+  r = Run({"data", "frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "rectrain data: error: unknown subcommand \"frobnicate\"; available: gen");
+  r = Run({"train"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "rectrain train: error: rectrain train needs CONFIG.yaml (or --resume RUN_DIR)");
+}
+
+TEST_F(CliTest, MissingConfigIsNotFound) {
+  CmdResult r = Run({"train", *dir_ + "/missing.yaml", "--run-dir", *dir_ + "/r0"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "rectrain train: error: cannot read config file " + *dir_ +
+                       "/missing.yaml\nhint: check that the path exists (globs must match at least one file)\n");
+}
+
+TEST_F(CliTest, ConfigErrorsAreReportedTogether) {
+  const std::string path = *dir_ + "/bad.yaml";
+  testing::WriteAll(path,
+                    "data:\n"
+                    "  train: t.tsv\n"
+                    "model:\n"
+                    "  hiden: [64]\n"
+                    "  dropout: 1.5\n"
+                    "train:\n"
+                    "  epochs: many\n");
+  CmdResult r = Run({"train", path, "--set", "optimizer.lrr=0.1", "--run-dir", *dir_ + "/r1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "rectrain train: error: invalid configuration (4 errors):\n"
+            "  model.hiden: unknown key; did you mean model.hidden? (" + path + ":4:3)\n"
+            "  optimizer.lrr: unknown key; did you mean optimizer.lr? (--set optimizer.lrr=0.1)\n"
+            "  model.dropout: 1.5 is out of range [0, 1) (" + path + ":5:3)\n"
+            "  train.epochs: expected an integer, got \"many\" (" + path + ":7:3)\n"
+            "hint: check the flags (rectrain help) and the config keys (docs/config.md)\n");
+  EXPECT_FALSE(fs::exists(*dir_ + "/r1"));  // nothing is created for an invalid config
+}
+
+TEST_F(CliTest, GenTrainEvalRoundTrip) {
+  CmdResult r = Run({"data", "gen", "--rows", "3000", "--out", *dir_ + "/gen.tsv", "--shape", "easy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote 3000 rows"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(*dir_ + "/gen.tsv.prob"));
+
+  const std::string config = SmallConfig("small", 0);
+  const std::string run = *dir_ + "/run_rt";
+  r = Run({"train", config, "--run-dir", run, "--set", "train.epochs=2", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // --quiet
+  EXPECT_NE(r.out.find("run: " + run + " (completed, 32 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("valid: auc "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oracle: auc "), std::string::npos) << r.out;
+  for (const char* f : {"config.yaml", "train.log", "summary.json", "model/meta.json", "model/dense.bin"}) {
+    EXPECT_TRUE(fs::exists(run + "/" + f)) << f;
+  }
+  auto summary = nlohmann::json::parse(ReadAll(run + "/summary.json"));
+
+  r = Run({"eval", run, "--data", *dir_ + "/valid.tsv", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rows"], 1000);
+  EXPECT_DOUBLE_EQ(j["auc"].get<double>(), summary["valid"]["auc"].get<double>());
+  EXPECT_DOUBLE_EQ(j["oracle"]["auc"].get<double>(), summary["oracle"]["auc"].get<double>());
+  r = Run({"eval", run, "--data", *dir_ + "/valid.tsv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("oracle auc"), std::string::npos) << r.out;
+
+  // A second run into the same directory is refused; eval of a directory without a model too.
+  r = Run({"train", config, "--run-dir", run});
+  EXPECT_EQ(r.exit_code, 8);
+  EXPECT_NE(r.err.find("already holds a run; continue it with --resume " + run), std::string::npos) << r.err;
+  r = Run({"eval", *dir_ + "/nowhere", "--data", *dir_ + "/valid.tsv"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("no trained model in " + *dir_ + "/nowhere/model"), std::string::npos) << r.err;
+  r = Run({"eval", run, "--data", *dir_ + "/nothing*.tsv"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+TEST_F(CliTest, SigtermStopsWithCheckpointAndResumes) {
+  const std::string config = SmallConfig("sig", 60000);
+  const std::string run = *dir_ + "/run_sig";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string log = *dir_ + "/sig.err";
+    freopen(log.c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(RECTRAIN_BINARY, RECTRAIN_BINARY, "train", config.c_str(), "--run-dir", run.c_str(),
+          "--no-progress", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait for the first logged step, then ask it to stop.
+  bool started = false;
+  for (int i = 0; i < 1200 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    started = ReadAll(run + "/train.log").find("step 1 |") != std::string::npos;
+  }
+  ASSERT_TRUE(started) << ReadAll(*dir_ + "/sig.err");
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 143) << ReadAll(*dir_ + "/sig.err");
+  const std::string err = ReadAll(*dir_ + "/sig.err");
+  EXPECT_NE(err.find("rectrain train: interrupted by SIGTERM at step "), std::string::npos) << err;
+  EXPECT_NE(err.find("resume with: rectrain train --resume " + run), std::string::npos) << err;
+  auto summary = nlohmann::json::parse(ReadAll(run + "/summary.json"));
+  EXPECT_EQ(summary["status"], "interrupted");
+  const int64_t stopped_at = summary["train"]["steps"].get<int64_t>();
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/step-" + std::to_string(stopped_at) + "/meta.json"));
+
+  CmdResult r = Run({"train", "--resume", run, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  summary = nlohmann::json::parse(ReadAll(run + "/summary.json"));
+  EXPECT_EQ(summary["status"], "completed");
+  EXPECT_EQ(summary["train"]["rows_read"], 60000);
+  EXPECT_EQ(summary["train"]["steps"], 235);  // ceil(60000 / 256)
+  EXPECT_EQ(summary["train"]["session_steps"].get<int64_t>(), 235 - stopped_at);
+}
+
+}  // namespace
+}  // namespace rectrain
