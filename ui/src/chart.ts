@@ -168,6 +168,7 @@ export interface ScatterSpec {
   ys: (number | null)[];
   categories?: string[];
   labels: string[]; // Per point, shown on hover.
+  logX?: boolean; // Log10 x axis (positive numeric x only).
 }
 
 // Param-vs-metric across a group's runs: points, no lines.
@@ -193,6 +194,8 @@ export function scatterChart(spec: ScatterSpec): HTMLElement {
         scales: {
           x: cats
             ? { time: false, range: () => [-0.5, cats.length - 0.5] }
+            : spec.logX
+            ? { time: false, distr: 3, log: 10 }
             : { time: false, range: (_u, min, max) => (min === max ? [min - 1, max + 1] : [min - (max - min) * 0.05, max + (max - min) * 0.05]) },
         },
         legend: { show: false },
@@ -215,7 +218,9 @@ export function scatterChart(spec: ScatterSpec): HTMLElement {
             label: spec.xLabel,
             stroke: "#475569",
             grid: { stroke: "#e2e8f0" },
-            ...(cats ? { incrs: [1], values: (_u: uPlot, splits: number[]) => splits.map((v) => cats[v] ?? "") } : {}),
+            ...(cats
+              ? { incrs: [1], values: (_u: uPlot, splits: number[]) => splits.map((v) => cats[v] ?? "") }
+              : { values: (_u: uPlot, splits: number[]) => splits.map((v) => fmtAxis(v)) }),
           },
           { label: spec.yLabel, stroke: "#475569", size: 64, grid: { stroke: "#e2e8f0" }, values: (_u, s) => s.map((v) => fmtAxis(v)) },
         ],

@@ -79,16 +79,25 @@ export async function renderGroups(root: HTMLElement, params: URLSearchParams): 
   const values = new Map<string, Set<string>>();
   for (const r of runs) for (const [k, v] of Object.entries(r.params ?? {})) (values.get(k) ?? values.set(k, new Set()).get(k)!).add(v);
   const paramKeys = [...values.keys()].sort((a, b) => Number(values.get(b)!.size > 1) - Number(values.get(a)!.size > 1) || a.localeCompare(b));
-  const metricKeys = [...new Set(runs.flatMap((r) => Object.keys(r.final_metrics)))].sort();
+  // Metrics that vary first, objective-looking names (auc, logloss, loss) before others.
+  const metricVaries = (k: string) => new Set(runs.map((r) => r.final_metrics[k]).filter((v) => v !== undefined)).size > 1;
+  const rank = (k: string) => (metricVaries(k) ? 0 : 4) + (/auc/i.test(k) ? 0 : /logloss/i.test(k) ? 1 : /loss/i.test(k) ? 2 : 3);
+  const metricKeys = [...new Set(runs.flatMap((r) => Object.keys(r.final_metrics)))].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 
   const xSel = h("select", { id: "group-param" }, paramKeys.map((k) => h("option", { value: k }, `${k}${values.get(k)!.size > 1 ? ` (${values.get(k)!.size} values)` : ""}`)));
   const ySel = h("select", { id: "group-metric" }, metricKeys.map((k) => h("option", { value: k }, k)));
   if (params.get("x") && paramKeys.includes(params.get("x")!)) xSel.value = params.get("x")!;
   if (params.get("y") && metricKeys.includes(params.get("y")!)) ySel.value = params.get("y")!;
+  const logBox = h("input", { type: "checkbox", id: "group-logx" });
+  let logTouched = false;
+  logBox.addEventListener("change", () => {
+    logTouched = true;
+    draw();
+  });
   const plotHost = h("div", { id: "group-plot" });
   const tableHost = h("div");
   root.append(
-    h("div", { class: "toolbar" }, h("label", {}, "parameter ", xSel), h("label", {}, "vs metric ", ySel)),
+    h("div", { class: "toolbar" }, h("label", {}, "parameter ", xSel), h("label", {}, "vs metric ", ySel), h("label", {}, logBox, " log x")),
     plotHost,
     h("h2", {}, "Runs"),
     tableHost,
@@ -111,6 +120,11 @@ export async function renderGroups(root: HTMLElement, params: URLSearchParams): 
       const raw = withBoth.map((r) => r.params![x]);
       const numeric = raw.every((v) => v.trim() !== "" && Number.isFinite(Number(v)));
       const cats = numeric ? undefined : [...new Set(raw)].sort();
+      const nums = numeric ? raw.map(Number) : [];
+      const canLog = numeric && nums.length > 0 && nums.every((v) => v > 0);
+      // Parameters spanning two or more decades (learning rates) default to a log axis.
+      if (!logTouched) logBox.checked = canLog && Math.max(...nums) / Math.min(...nums) >= 100;
+      logBox.disabled = !canLog;
       plotHost.append(
         scatterChart({
           title: `${y} vs ${x} (${withBoth.length} runs)`,
@@ -120,6 +134,7 @@ export async function renderGroups(root: HTMLElement, params: URLSearchParams): 
           ys: withBoth.map((r) => r.final_metrics[y]),
           categories: cats,
           labels: withBoth.map((r) => `run ${r.id} ${r.name}`),
+          logX: canLog && logBox.checked,
         }),
       );
     }
@@ -156,7 +171,10 @@ export async function renderGroups(root: HTMLElement, params: URLSearchParams): 
       ),
     );
   }
-  xSel.addEventListener("change", draw);
+  xSel.addEventListener("change", () => {
+    logTouched = false;
+    draw();
+  });
   ySel.addEventListener("change", draw);
   draw();
   return () => {};
