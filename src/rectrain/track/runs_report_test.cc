@@ -64,7 +64,9 @@ class RunsReportTest : public ::testing::Test {
       ASSERT_TRUE(store_->SetFinal(*id, fin).ok());
     }
     now_ += 125;
-    if (finish) ASSERT_TRUE(store_->FinishRun(*id, RunStatus::kFinished).ok());
+    if (finish) {
+      ASSERT_TRUE(store_->FinishRun(*id, RunStatus::kFinished).ok());
+    }
   }
   Result<std::string> Cmd(std::vector<std::string> args) {
     return RunRunsCommand(*store_, args);
