@@ -5,7 +5,13 @@
 namespace rectrain::nn {
 namespace {
 std::string Shape(ConstMatrixView m) {
-  return "[" + std::to_string(m.rows) + " x " + std::to_string(m.cols) + "]";
+  // Built with += : GCC 12 emits a false -Wrestrict for `"[" + std::to_string(...)`.
+  std::string s = "[";
+  s += std::to_string(m.rows);
+  s += " x ";
+  s += std::to_string(m.cols);
+  s += "]";
+  return s;
 }
 }  // namespace
 

@@ -17,7 +17,10 @@ void Sequential::Add(std::unique_ptr<Layer> layer) {
 
 std::string Sequential::type() const {
   std::string t = "sequential(";
-  for (size_t i = 0; i < layers_.size(); ++i) t += (i ? "," : "") + layers_[i]->type();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (i) t += ",";
+    t += layers_[i]->type();
+  }
   return t + ")";
 }
 
