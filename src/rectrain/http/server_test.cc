@@ -46,7 +46,9 @@ class ServerTest : public ::testing::Test {
       const double aucs[] = {0.7, 0.8, 0.9};
       std::pair<std::string, double> fin[] = {{"auc", aucs[i]}};
       ASSERT_TRUE(store_->SetFinal(*id, fin).ok());
-      if (i < 2) ASSERT_TRUE(store_->FinishRun(*id, track::RunStatus::kFinished).ok());
+      if (i < 2) {
+        ASSERT_TRUE(store_->FinishRun(*id, track::RunStatus::kFinished).ok());
+      }
     }
     samples_ = *registry_.GetCounter("rectrain_train_samples_total", "Samples.",
                                      {{"run", "a\"b\\c\nd"}});
