@@ -49,7 +49,7 @@ std::string QuickstartConfig(const std::string& train, const std::string& valid,
          "  embedding_dim: 16\n"
          "  hidden: [400, 400, 400]\n"
          "embedding:\n"
-         "  optimizer: {type: adagrad, lr: 0.05}\n"
+         "  optimizer: {type: adagrad, lr: 0.01}\n"
          "optimizer:\n"
          "  type: adam\n"
          "  lr: 0.001\n"
