@@ -40,6 +40,12 @@ std::string BadField(std::string_view file, int64_t line, int64_t column, std::s
          std::string(expected) + ", got \"" + Snippet(text) + "\"";
 }
 
+std::string BadValue(std::string_view file, int64_t row, std::string_view field,
+                     std::string_view expected, std::string_view text) {
+  return std::string(file) + ": row " + std::to_string(row) + ": field " + std::string(field) +
+         ": expected " + std::string(expected) + ", got \"" + Snippet(text) + "\"";
+}
+
 std::string WrongColumnCount(std::string_view file, int64_t line, int64_t column, int expected,
                              int found, std::string_view layout, std::string_view line_text) {
   return Where(file, line, column) + ": expected " + std::to_string(expected) + " fields (" +

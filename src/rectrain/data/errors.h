@@ -15,6 +15,8 @@ inline constexpr std::string_view kMaxBadRowsHint =
     "set data.max_bad_rows: N to skip up to N bad rows (they are counted and reported)";
 inline constexpr std::string_view kExpectedLabel = "0 or 1";
 inline constexpr std::string_view kExpectedDense = "a finite number, or an empty field for missing";
+inline constexpr std::string_view kExpectedNumber =
+    "a finite number (its features.transforms steps are numeric)";
 inline constexpr int kSnippetChars = 40;
 
 // The offending text as shown in messages: bytes outside printable ASCII become \xNN (tab \t,
@@ -23,6 +25,11 @@ std::string Snippet(std::string_view text);
 
 // "<file>:<line>:<column>: field <field>: expected <expected>, got \"<snippet>\""
 std::string BadField(std::string_view file, int64_t line, int64_t column, std::string_view field,
+                     std::string_view expected, std::string_view text);
+
+// Parquet: "<file>: row <row>: field <field>: expected <expected>, got \"<snippet>\"" (row is
+// 1-based within the file).
+std::string BadValue(std::string_view file, int64_t row, std::string_view field,
                      std::string_view expected, std::string_view text);
 
 // "<file>:<line>:<column>: expected <expected> fields (<layout>), found <found>: \"<snippet>\""

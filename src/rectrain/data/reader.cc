@@ -28,9 +28,12 @@
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/data/errors.h"
+#include "rectrain/data/internal/parquet_source.h"
+#include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/parquet/parquet_file.h"
 
 namespace rectrain::data {
 
@@ -44,6 +47,7 @@ using internal::BadRow;
 using internal::LineParser;
 using internal::ParsePlan;
 using internal::RowBlock;
+using internal::RowGroupDecoder;
 
 constexpr int64_t kMaxLineBytes = int64_t{64} << 20;
 constexpr int64_t kReadSlack = 64 << 10;  // read this much past a chunk to finish its last line
@@ -56,6 +60,12 @@ struct FileInfo {
   int header_lines = 0;
   int64_t first_chunk = 0;  // index of its first chunk in the global chunk list
   int64_t num_chunks = 0;
+  // Parquet: the file, the leaf column of each plan slot, rows before each row group (+ total),
+  // and a key identifying the file (downsampling decisions). A chunk is a row group.
+  std::unique_ptr<io::parquet::ParquetFile> pq;
+  std::vector<int> pq_columns;
+  std::vector<int64_t> rows_before;
+  uint64_t key = 0;
 };
 
 struct ChunkRef {
@@ -207,6 +217,10 @@ class LineIndex {
     }
   }
   void Record(int file, int64_t chunk, int64_t lines_owned) { lines_owned_[file][chunk] = lines_owned; }
+  // Parquet: rows before each row group are known from the footer.
+  void SetKnown(int file, const std::vector<int64_t>& rows_before) {
+    lines_before_[file].assign(rows_before.begin(), rows_before.end());
+  }
 
   // Number of lines in the file before the first line chunk `chunk` owns.
   Result<int64_t> LinesBefore(int file, int64_t chunk) {
@@ -261,6 +275,9 @@ class TextBatchReader final : public BatchReader {
         order_(std::move(order)),
         rejects_(rejects) {
     line_index_.Init(&files_, options_.chunk_bytes);
+    for (size_t i = 0; i < files_.size(); ++i) {
+      if (files_[i].pq) line_index_.SetKnown(static_cast<int>(i), files_[i].rows_before);
+    }
     stats_.files = static_cast<int64_t>(files_.size());
     window_ = options_.num_threads + 2;
     assembler_ = std::thread([this] { AssemblerLoop(); });
@@ -346,6 +363,7 @@ class TextBatchReader final : public BatchReader {
 
   void WorkerLoop() {
     LineParser parser(&plan_);
+    std::unique_ptr<RowGroupDecoder> decoder;
     ByteBuffer buf;
     const int64_t n = static_cast<int64_t>(order_.size());
     const bool keep_raw = rejects_ != nullptr;
@@ -367,8 +385,20 @@ class TextBatchReader final : public BatchReader {
       if (!chunk) chunk = std::make_unique<ParsedChunk>();
       Stopwatch sw;
       const ChunkRef& ref = order_[seq];
-      ParseChunk(files_[ref.file], ref, config_.max_bad_rows, keep_raw, stop_flag_, &buf, &parser,
-                 chunk.get());
+      const FileInfo& f = files_[ref.file];
+      if (f.pq) {
+        if (!decoder) decoder = std::make_unique<RowGroupDecoder>(&plan_);
+        ParsedChunk* out = chunk.get();
+        out->ref = ref;
+        out->block.Reset();
+        out->line_too_long = false;
+        out->fatal = decoder->Decode(*f.pq, f.pq_columns, static_cast<int>(ref.index), f.key,
+                                     f.rows_before[ref.index], config_.max_bad_rows, keep_raw,
+                                     &out->block, &out->complete);
+        out->lines = f.rows_before[ref.index + 1] - f.rows_before[ref.index];
+      } else {
+        ParseChunk(f, ref, config_.max_bad_rows, keep_raw, stop_flag_, &buf, &parser, chunk.get());
+      }
       chunk->seconds = sw.Seconds();
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -422,13 +452,49 @@ class TextBatchReader final : public BatchReader {
     batch_.labels.resize(bs);
     batch_.dense.resize(bs * plan_.num_dense());
     batch_.sparse.resize(plan_.num_sparse());
-    for (SparseColumn& c : batch_.sparse) c.ids.resize(bs);
+    for (int f = 0; f < plan_.num_sparse(); ++f) {
+      SparseColumn& c = batch_.sparse[f];
+      if (plan_.sparse[f].multi) {
+        c.offsets.resize(bs + 1);
+        c.offsets[0] = 0;
+        c.ids.clear();
+      } else {
+        c.offsets.clear();
+        c.ids.resize(bs);
+      }
+    }
     if (plan_.has_group) batch_.group_keys.resize(bs);
   }
 
+  struct MultiRef {
+    const uint64_t* ids = nullptr;
+    int32_t n = 0;
+  };
+  // The multi-valued ids of row r of a block.
+  const MultiRef* BlockMulti(const RowBlock& b, int64_t r) {
+    const int nm = plan_.num_multi();
+    multi_refs_.resize(nm);
+    for (int m = 0; m < nm; ++m) {
+      const internal::MultiColumn& mc = b.multi[m];
+      multi_refs_[m].ids = mc.ids.data() + mc.offsets[r];
+      multi_refs_[m].n = mc.offsets[r + 1] - mc.offsets[r];
+    }
+    return multi_refs_.data();
+  }
+  const MultiRef* BufferMulti(int64_t j) {
+    const int nm = plan_.num_multi();
+    multi_refs_.resize(nm);
+    for (int m = 0; m < nm; ++m) {
+      const std::vector<uint64_t>& v = sb_multi_[j * nm + m];
+      multi_refs_[m].ids = v.data();
+      multi_refs_[m].n = static_cast<int32_t>(v.size());
+    }
+    return multi_refs_.data();
+  }
+
   // Appends one row; returns false if the reader is being destroyed.
-  bool EmitRow(float label, const float* dense, const uint64_t* ids, uint64_t group,
-               int file, int64_t line) {
+  bool EmitRow(float label, const float* dense, const uint64_t* ids, const MultiRef* multi,
+               uint64_t group, int file, int64_t line) {
     if (skip_remaining_ > 0) {
       --skip_remaining_;
       ++rows_skipped_;
@@ -444,7 +510,14 @@ class TextBatchReader final : public BatchReader {
     const int nd = plan_.num_dense();
     std::copy(dense, dense + nd, batch_.dense.data() + r * nd);
     const int ns = plan_.num_sparse();
-    for (int f = 0; f < ns; ++f) batch_.sparse[f].ids[r] = ids[f];
+    for (int f = 0; f < ns; ++f) {
+      if (!plan_.sparse[f].multi) batch_.sparse[f].ids[r] = ids[f];
+    }
+    for (int m = 0; m < plan_.num_multi(); ++m) {
+      SparseColumn& c = batch_.sparse[plan_.multi_fields[m]];
+      c.ids.insert(c.ids.end(), multi[m].ids, multi[m].ids + multi[m].n);
+      c.offsets[r + 1] = static_cast<int32_t>(c.ids.size());
+    }
     if (plan_.has_group) batch_.group_keys[r] = group;
     batch_.size = r + 1;
     if (batch_.size == options_.batch_size) return FlushBatch();
@@ -456,7 +529,13 @@ class TextBatchReader final : public BatchReader {
     const int64_t n = batch_.size;
     batch_.labels.resize(n);
     batch_.dense.resize(n * plan_.num_dense());
-    for (SparseColumn& c : batch_.sparse) c.ids.resize(n);
+    for (SparseColumn& c : batch_.sparse) {
+      if (c.offsets.empty()) {
+        c.ids.resize(n);
+      } else {
+        c.offsets.resize(n + 1);
+      }
+    }
     if (plan_.has_group) batch_.group_keys.resize(n);
     Item item;
     item.batch = std::move(batch_);
@@ -481,24 +560,34 @@ class TextBatchReader final : public BatchReader {
         sb_dense_.resize(grow * nd);
         sb_ids_.resize(grow * ns);
         if (plan_.has_group) sb_group_.resize(grow);
+        sb_multi_.resize(grow * plan_.num_multi());
       }
       const int64_t j = sb_size_++;
-      sb_labels_[j] = b.labels[r];
-      std::copy(b.dense.data() + r * nd, b.dense.data() + r * nd + nd, sb_dense_.data() + j * nd);
-      std::copy(b.ids.data() + r * ns, b.ids.data() + r * ns + ns, sb_ids_.data() + j * ns);
-      if (plan_.has_group) sb_group_[j] = group;
+      StoreRow(b, r, j, group);
       return true;
     }
     const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(cap)));
-    if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns,
+    if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns, BufferMulti(j),
                  plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
       return false;
     }
+    StoreRow(b, r, j, group);
+    return true;
+  }
+
+  // Copies row r of a block into shuffle-buffer slot j.
+  void StoreRow(const RowBlock& b, int64_t r, int64_t j, uint64_t group) {
+    const int nd = plan_.num_dense();
+    const int ns = plan_.num_sparse();
+    const int nm = plan_.num_multi();
     sb_labels_[j] = b.labels[r];
     std::copy(b.dense.data() + r * nd, b.dense.data() + r * nd + nd, sb_dense_.data() + j * nd);
     std::copy(b.ids.data() + r * ns, b.ids.data() + r * ns + ns, sb_ids_.data() + j * ns);
     if (plan_.has_group) sb_group_[j] = group;
-    return true;
+    for (int m = 0; m < nm; ++m) {
+      const internal::MultiColumn& mc = b.multi[m];
+      sb_multi_[j * nm + m].assign(mc.ids.data() + mc.offsets[r], mc.ids.data() + mc.offsets[r + 1]);
+    }
   }
 
   bool DrainShuffle() {
@@ -508,11 +597,13 @@ class TextBatchReader final : public BatchReader {
     while (sb_size_ > 0) {
       const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(sb_size_)));
       if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns,
-                   plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
+                   BufferMulti(j), plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
         return false;
       }
       const int64_t last = --sb_size_;
       if (j != last) {
+        const int nm = plan_.num_multi();
+        for (int m = 0; m < nm; ++m) std::swap(sb_multi_[j * nm + m], sb_multi_[last * nm + m]);
         sb_labels_[j] = sb_labels_[last];
         std::copy(sb_dense_.data() + last * nd, sb_dense_.data() + last * nd + nd, sb_dense_.data() + j * nd);
         std::copy(sb_ids_.data() + last * ns, sb_ids_.data() + last * ns + ns, sb_ids_.data() + j * ns);
@@ -592,6 +683,8 @@ class TextBatchReader final : public BatchReader {
         std::lock_guard<std::mutex> lock(stats_mu_);
         stats_.bytes_read += c->ref.end - c->ref.begin;
         stats_.parse_seconds += c->seconds;
+        stats_.rows_filtered += c->block.filtered;
+        stats_.rows_downsampled += c->block.downsampled;
       }
       const RowBlock& b = c->block;
       const int nd = plan_.num_dense();
@@ -613,7 +706,7 @@ class TextBatchReader final : public BatchReader {
           before = *lb;
         }
         for (int64_t r = 0; r < b.rows; ++r) {
-          if (!EmitRow(b.labels[r], b.dense.data() + r * nd, b.ids.data() + r * ns,
+          if (!EmitRow(b.labels[r], b.dense.data() + r * nd, b.ids.data() + r * ns, BlockMulti(b, r),
                        plan_.has_group ? b.group[r] : 0, file,
                        file < 0 ? 0 : before + b.rel_line[r])) {
             return;
@@ -678,6 +771,8 @@ class TextBatchReader final : public BatchReader {
   std::vector<float> sb_dense_;
   std::vector<uint64_t> sb_ids_;
   std::vector<uint64_t> sb_group_;
+  std::vector<std::vector<uint64_t>> sb_multi_;  // slot * num_multi + m
+  std::vector<MultiRef> multi_refs_;
 
   // Consumer-thread state.
   Status latched_;
@@ -731,22 +826,58 @@ Status ValidateOptions(const ReadOptions& o) {
   return OkStatus();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
-                                                     const ReadOptions& options) {
-  RECTRAIN_RETURN_IF_ERROR(ValidateOptions(options));
-  if (config.max_bad_rows < 0) {
-    return InvalidArgumentError("data.max_bad_rows must be >= 0, got " + std::to_string(config.max_bad_rows));
+// "auto": parquet when every file ends in .parquet, else criteo. Mixed inputs are an error.
+Result<std::string> ResolveFormat(const std::string& format, const std::vector<std::string>& paths) {
+  int parquet = 0;
+  for (const std::string& p : paths) {
+    if (p.size() >= 8 && p.compare(p.size() - 8, 8, ".parquet") == 0) ++parquet;
   }
-  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config.files));
+  if (format != "auto") return format;
+  if (parquet == 0) return std::string("criteo");
+  if (parquet == static_cast<int>(paths.size())) return std::string("parquet");
+  return InvalidArgumentError("data.format auto: " + std::to_string(parquet) + " of " +
+                              std::to_string(paths.size()) +
+                              " files end in .parquet; read Parquet and text files in separate runs");
+}
+
+Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const ReadOptions& options,
+                                              bool stats_pass) {
+  RECTRAIN_RETURN_IF_ERROR(ValidateOptions(options));
+  if (config_in.max_bad_rows < 0) {
+    return InvalidArgumentError("data.max_bad_rows must be >= 0, got " + std::to_string(config_in.max_bad_rows));
+  }
+  if (!(config_in.negative_downsampling > 0 && config_in.negative_downsampling <= 1)) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%g", config_in.negative_downsampling);
+    return InvalidArgumentError(std::string("data.negative_downsampling must be in (0, 1], got ") + buf);
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config_in.files));
+  DataConfig config = config_in;
+  RECTRAIN_ASSIGN_OR_RETURN(config.schema.format, ResolveFormat(config_in.schema.format, paths));
+  const bool parquet = config.schema.format == "parquet";
   const bool header = (config.schema.format == "csv" || config.schema.format == "tsv") && config.schema.header;
   std::vector<FileInfo> files;
   std::vector<std::string> header_columns;
+  std::vector<bool> list_columns;
   std::string header_line0;
   for (const std::string& path : paths) {
     FileInfo f;
     f.path = path;
+    if (parquet) {
+      RECTRAIN_ASSIGN_OR_RETURN(f.pq, io::parquet::ParquetFile::Open(path));
+      if (f.pq->num_rows() == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
+      f.size = f.pq->file_size();
+      f.key = HashBytes(path, 0x70716b6579ULL);
+      if (files.empty()) {
+        for (const io::parquet::ColumnSchema& c : f.pq->schema()) {
+          if (!header_columns.empty() && header_columns.back() == c.name) continue;  // struct leaves
+          header_columns.push_back(c.name);
+          list_columns.push_back(c.is_list);
+        }
+      }
+      files.push_back(std::move(f));
+      continue;
+    }
     RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(path));
     f.size = f.file->size();
     if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
@@ -769,16 +900,37 @@ Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
     }
     files.push_back(std::move(f));
   }
-  Result<ParsePlan> plan = internal::BuildPlan(config, header_columns);
+  Result<ParsePlan> plan = internal::BuildPlan(config, header_columns, list_columns, stats_pass);
   if (!plan.ok()) {
-    if (header) return plan.status().WithContext("schema of " + files[0].path);
+    if (header || parquet) return plan.status().WithContext("schema of " + files[0].path);
     return plan.status();
+  }
+  if (!stats_pass && plan->NeedsStats()) {
+    Result<std::vector<FeatureStats>> stats = internal::ComputeFeatureStats(config, options, *plan);
+    if (!stats.ok()) return stats.status().WithContext("while computing feature statistics (standardize, quantiles)");
+    internal::FillStats(&plan.value(), *stats);
   }
   // Chunk plan: file order, then optionally shuffled by (seed, epoch).
   std::vector<ChunkRef> order;
   for (size_t i = 0; i < files.size(); ++i) {
     FileInfo& f = files[i];
     f.first_chunk = static_cast<int64_t>(order.size());
+    if (f.pq) {
+      RECTRAIN_ASSIGN_OR_RETURN(f.pq_columns, internal::MapParquetColumns(*plan, *f.pq));
+      f.num_chunks = f.pq->num_row_groups();
+      f.rows_before.assign(1, 0);
+      for (int rg = 0; rg < f.num_chunks; ++rg) {
+        f.rows_before.push_back(f.rows_before.back() + f.pq->row_group_num_rows(rg));
+        ChunkRef c;
+        c.file = static_cast<int>(i);
+        c.index = rg;
+        // Nominal bytes (for ReaderStats::bytes_read): the file's share of this row group's rows.
+        c.begin = f.size * f.rows_before[rg] / f.pq->num_rows();
+        c.end = f.size * f.rows_before[rg + 1] / f.pq->num_rows();
+        order.push_back(c);
+      }
+      continue;
+    }
     const int64_t data = f.size - f.data_start;
     f.num_chunks = (data + options.chunk_bytes - 1) / options.chunk_bytes;
     for (int64_t k = 0; k < f.num_chunks; ++k) {
@@ -797,7 +949,7 @@ Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
     }
   }
   std::FILE* rejects = nullptr;
-  if (!config.rejects_file.empty()) {
+  if (!config.rejects_file.empty() && !stats_pass) {
     rejects = std::fopen(config.rejects_file.c_str(), "w");
     if (rejects == nullptr) {
       return ErrnoToStatus(errno, "cannot create data.rejects_file " + config.rejects_file);
@@ -806,5 +958,19 @@ Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
   return std::unique_ptr<BatchReader>(new TextBatchReader(
       config, options, std::move(plan).value(), std::move(files), std::move(order), rejects));
 }
+
+}  // namespace
+
+Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
+                                                     const ReadOptions& options) {
+  return OpenImpl(config, options, /*stats_pass=*/false);
+}
+
+namespace internal {
+Result<std::unique_ptr<BatchReader>> OpenStatsPassReader(const DataConfig& config,
+                                                         const ReadOptions& options) {
+  return OpenImpl(config, options, /*stats_pass=*/true);
+}
+}  // namespace internal
 
 }  // namespace rectrain::data

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,14 +37,16 @@ namespace rectrain::data {
 
 // Column layout of text input.
 struct SchemaConfig {
-  std::string format = "criteo";   // criteo (TSV: label, I1..I<n>, C1..C<m>) | csv
+  // criteo (TSV: label, I1..I<n>, C1..C<m>) | csv | tsv | parquet | auto (added: parquet when
+  // every file ends in .parquet, else criteo).
+  std::string format = "criteo";
   int criteo_dense = 13;           // criteo: number of integer columns (seed shape: 50)
   int criteo_sparse = 26;          // criteo: number of categorical columns
   char delimiter = '\t';           // csv: ',' unless set
   bool header = false;             // csv: first line names the columns
-  std::string label = "label";     // csv: label column name
-  std::vector<std::string> dense;  // csv: dense column names, in order
-  std::vector<std::string> sparse; // csv: categorical column names, in order
+  std::string label = "label";     // csv/parquet: label column name
+  std::vector<std::string> dense;  // csv/parquet: dense feature names, in order
+  std::vector<std::string> sparse; // csv/parquet: categorical feature names, in order
   std::string group_key;           // optional column for GAUC (its raw text is hashed)
   std::vector<std::string> columns;  // csv without header: every column's name, in order
 };
@@ -62,6 +65,17 @@ struct DataConfig {
   uint64_t hash_seed = 0;          // field-aware hashing: id = Hash(field index, token, seed)
   int64_t max_bad_rows = 0;        // 0 = strict
   std::string rejects_file;        // optional: every rejected row with its reason
+  // Added by data/ (data/transform.h, docs/data.md):
+  // feature (or label column) -> transform spec, e.g. {"age": "fill(30) | log1p"}. A feature
+  // with a spec ignores `dense` (the global default transform) except dense.fill.
+  std::map<std::string, std::string> transforms;
+  std::vector<std::string> filters;   // row filters: "COL not null", "COL in [a, b]", ...
+  double negative_downsampling = 1.0; // keep a negative row with this probability, in (0, 1]
+  // Files the stats pass (standardize, quantiles) reads; empty = `files`. The trainer sets it
+  // to data.train so that validation rows are transformed with the training statistics.
+  std::vector<std::string> stats_files;
+  // Where computed statistics (and the binary cache) are kept; "" = $TMPDIR/rectrain-cache.
+  std::string cache_dir;
 };
 
 struct ReadOptions {
@@ -88,6 +102,8 @@ struct ReaderStats {
   double parse_seconds = 0;        // summed over workers (CPU time in parsing)
   double wait_seconds = 0;         // consumer time blocked in Next()
   int64_t rows_skipped = 0;        // added: rows dropped by ReadOptions::skip_rows
+  int64_t rows_filtered = 0;       // added: rows dropped by DataConfig::filters
+  int64_t rows_downsampled = 0;    // added: negatives dropped by negative_downsampling
 };
 
 class BatchReader {

@@ -191,9 +191,14 @@ TEST(ReaderTest, SchemaErrors) {
   EXPECT_EQ(r.status().message(),
             "format csv needs the column names: set data.schema.header: true (first line names "
             "the columns) or data.schema.columns: [..]");
-  c.schema.format = "parquet";
+  c.schema.format = "orc";
   r = OpenBatchReader(c, ReadOptions());
-  EXPECT_EQ(r.status().message(), "unknown data.schema.format \"parquet\"; expected criteo, csv or tsv");
+  EXPECT_EQ(r.status().message(),
+            "unknown data.schema.format \"orc\"; expected auto, criteo, csv, tsv or parquet");
+  c.schema.format = "parquet";  // a text file read as Parquet
+  r = OpenBatchReader(c, ReadOptions());
+  EXPECT_EQ(r.status().message(),
+            path + ": not a Parquet file: the last 4 bytes are '0,x\\x0a', expected 'PAR1'");
   DataConfig h = SmallCriteo({path});
   h.schema.group_key = "C9";
   r = OpenBatchReader(h, ReadOptions());

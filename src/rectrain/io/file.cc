@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+
+#include "rectrain/base/random.h"
 
 namespace rectrain::io {
 namespace {
@@ -162,6 +165,35 @@ Result<std::string> ReadFileToString(const std::string& path) {
   RECTRAIN_ASSIGN_OR_RETURN(int64_t n, file->ReadAt(0, file->size(), s.data()));
   s.resize(static_cast<size_t>(n));
   return s;
+}
+
+std::string FileFingerprint::ToString() const {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%lld:%lld:%016llx", static_cast<long long>(size),
+                static_cast<long long>(mtime_ns), static_cast<unsigned long long>(content_hash));
+  return buf;
+}
+
+Result<FileFingerprint> Fingerprint(const std::string& path) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path));
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "cannot stat " + path);
+  FileFingerprint fp;
+  fp.size = f->size();
+  fp.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  constexpr int64_t kPart = 64 << 10;
+  std::string buf(static_cast<size_t>(std::min<int64_t>(fp.size, 2 * kPart)), '\0');
+  if (fp.size <= 2 * kPart) {
+    RECTRAIN_ASSIGN_OR_RETURN(int64_t n, f->ReadAt(0, fp.size, buf.data()));
+    buf.resize(static_cast<size_t>(n));
+  } else {
+    RECTRAIN_ASSIGN_OR_RETURN(int64_t a, f->ReadAt(0, kPart, buf.data()));
+    RECTRAIN_ASSIGN_OR_RETURN(int64_t b, f->ReadAt(fp.size - kPart, kPart, buf.data() + kPart));
+    buf.resize(static_cast<size_t>(kPart + b));
+    if (a != kPart) buf.resize(static_cast<size_t>(a));
+  }
+  fp.content_hash = HashBytes(buf, 0x66707269ULL);
+  return fp;
 }
 
 }  // namespace rectrain::io

@@ -82,4 +82,16 @@ class AtomicFileWriter {
 // Reads a whole (small) file into a string. NotFound / InvalidArgument as for Open.
 Result<std::string> ReadFileToString(const std::string& path);
 
+// Identifies a file's version cheaply: its size, modification time and a hash of its first and
+// last 64 KiB. Caches derived from a file (statistics, the binary sample cache) store it and are
+// rebuilt when it changes. NotFound / InvalidArgument as for RandomAccessFile::Open.
+struct FileFingerprint {
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t content_hash = 0;  // HashBytes(head 64 KiB + tail 64 KiB)
+  // "size:mtime_ns:hash" (hex hash); equal strings mean the same fingerprint.
+  std::string ToString() const;
+};
+Result<FileFingerprint> Fingerprint(const std::string& path);
+
 }  // namespace rectrain::io

@@ -42,7 +42,8 @@ class TempDir {
 struct Rows {
   std::vector<float> labels;
   std::vector<std::vector<float>> dense;
-  std::vector<std::vector<uint64_t>> ids;
+  std::vector<std::vector<uint64_t>> ids;                 // per row, each field's first id
+  std::vector<std::vector<std::vector<uint64_t>>> lists;  // per row, per field: every id
   std::vector<uint64_t> group;
   std::vector<std::string> batch_sources;
   std::vector<int64_t> batch_first_lines;
@@ -64,8 +65,16 @@ inline Result<Rows> ReadAll(const DataConfig& config, const ReadOptions& options
       rows.dense.emplace_back(batch->dense.begin() + r * batch->num_dense,
                               batch->dense.begin() + (r + 1) * batch->num_dense);
       std::vector<uint64_t> ids;
-      for (const SparseColumn& c : batch->sparse) ids.push_back(c.ids[r]);
+      std::vector<std::vector<uint64_t>> lists;
+      for (const SparseColumn& c : batch->sparse) {
+        if (!c.single_valued() && static_cast<int64_t>(c.offsets.size()) != batch->size + 1) {
+          return InternalError("CSR offsets of the wrong size");
+        }
+        lists.emplace_back(c.ids.begin() + c.RowBegin(r), c.ids.begin() + c.RowEnd(r));
+        ids.push_back(lists.back().empty() ? 0 : lists.back()[0]);
+      }
       rows.ids.push_back(std::move(ids));
+      rows.lists.push_back(std::move(lists));
       if (!batch->group_keys.empty()) rows.group.push_back(batch->group_keys[r]);
     }
   }

@@ -5,44 +5,18 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <unordered_map>
 
 #include "rectrain/base/random.h"
 #include "rectrain/data/errors.h"
+#include "rectrain/data/internal/row_eval.h"
 
 namespace rectrain::data::internal {
 
 static_assert(std::endian::native == std::endian::little,
               "HashPremixed loads little-endian words; add a byte swap for big-endian hosts");
-
-uint64_t PremixSeed(uint64_t seed) { return 0xcbf29ce484222325ULL ^ Mix64(seed); }
-
-uint64_t HashPremixed(std::string_view bytes, uint64_t premixed) {
-  // Must equal rectrain::HashBytes (base/random.h) bit for bit: ids are stored in checkpoints.
-  uint64_t h = premixed;
-  const char* p = bytes.data();
-  size_t n = bytes.size();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x100000001b3ULL;
-    h ^= h >> 29;
-  }
-  uint64_t tail = 0;
-  for (int b = 0; i < n; ++i, ++b) {
-    tail |= uint64_t(static_cast<unsigned char>(p[i])) << (8 * b);
-  }
-  h = (h ^ tail ^ (uint64_t(n) << 56)) * 0x100000001b3ULL;
-  return Mix64(h);
-}
-
-float ParsePlan::Transform(double x) const {
-  if (x < transform.clip_min) x = transform.clip_min;
-  if (transform.clip_max > transform.clip_min && x > transform.clip_max) x = transform.clip_max;
-  if (transform.log1p) x = std::log1p(std::max(x, 0.0));
-  return static_cast<float>(x);
-}
 
 namespace {
 
@@ -119,11 +93,58 @@ std::vector<std::string> SplitHeader(std::string_view line, char delimiter, bool
   return names;
 }
 
-Result<ParsePlan> BuildPlan(const DataConfig& config,
-                            const std::vector<std::string>& header_columns) {
+
+bool ParsePlan::NeedsStats() const {
+  for (const FeaturePlan& f : dense) {
+    if (f.stats_step >= 0) return true;
+  }
+  for (const FeaturePlan& f : sparse) {
+    if (f.stats_step >= 0) return true;
+  }
+  return false;
+}
+
+namespace {
+
+const char* StepName(StepOp op) {
+  switch (op) {
+    case StepOp::kCol: return "col";
+    case StepOp::kCross: return "cross";
+    case StepOp::kFill: return "fill";
+    case StepOp::kClip: return "clip";
+    case StepOp::kLog1p: return "log1p";
+    case StepOp::kStandardize: return "standardize";
+    case StepOp::kBucketize: return "bucketize";
+    case StepOp::kQuantiles: return "quantiles";
+    case StepOp::kHourOfDay: return "hour_of_day";
+    case StepOp::kDayOfWeek: return "day_of_week";
+    case StepOp::kBinarize: return "binarize";
+    case StepOp::kSplit: return "split";
+    case StepOp::kMaxLen: return "max_len";
+    case StepOp::kHash: return "hash";
+  }
+  return "?";
+}
+
+// Rebuilds the tables of a dense feature that depend on its steps and statistics.
+void FinishDense(FeaturePlan* f) {
+  f->int_table.resize(FeaturePlan::kIntTableSize);
+  for (int k = 0; k < FeaturePlan::kIntTableSize; ++k) {
+    f->int_table[k] = static_cast<float>(f->Eval(k));
+  }
+  f->missing_value = static_cast<float>(f->Eval(f->fill));
+}
+
+}  // namespace
+
+Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::string>& header_columns,
+                            const std::vector<bool>& list_columns, bool stats_pass) {
   const SchemaConfig& schema = config.schema;
   ParsePlan plan;
   plan.format = schema.format;
+  std::vector<std::string> dense_features = schema.dense;
+  std::vector<std::string> sparse_features = schema.sparse;
+  std::string where;
   if (schema.format == "criteo") {
     if (schema.criteo_dense < 0 || schema.criteo_sparse < 0 ||
         schema.criteo_dense + schema.criteo_sparse == 0 ||
@@ -138,77 +159,57 @@ Result<ParsePlan> BuildPlan(const DataConfig& config,
     }
     plan.delimiter = '\t';
     plan.quoting = false;
-    plan.columns.push_back({"label", ColumnRole::kLabel, 0, false});
-    for (int i = 0; i < schema.criteo_dense; ++i) {
-      plan.columns.push_back({"I" + std::to_string(i + 1), ColumnRole::kDense, i, false});
-    }
-    for (int i = 0; i < schema.criteo_sparse; ++i) {
-      plan.columns.push_back({"C" + std::to_string(i + 1), ColumnRole::kSparse, i, false});
-    }
+    plan.columns.push_back({"label"});
+    for (int i = 0; i < schema.criteo_dense; ++i) plan.columns.push_back({"I" + std::to_string(i + 1)});
+    for (int i = 0; i < schema.criteo_sparse; ++i) plan.columns.push_back({"C" + std::to_string(i + 1)});
     plan.layout = "label";
     if (schema.criteo_dense > 0) plan.layout += ", " + RangeName('I', schema.criteo_dense);
     if (schema.criteo_sparse > 0) plan.layout += ", " + RangeName('C', schema.criteo_sparse);
-  } else if (schema.format == "csv" || schema.format == "tsv") {
-    plan.delimiter = schema.format == "tsv" ? '\t' : (schema.delimiter == '\t' ? ',' : schema.delimiter);
-    if (plan.delimiter == '\n' || plan.delimiter == '\r' || plan.delimiter == '"') {
-      return InvalidArgumentError("data.schema.delimiter cannot be a newline or a quote");
+    // The criteo layout names its features; data.dense / data.sparse may re-select or add
+    // derived ones.
+    if (dense_features.empty() && sparse_features.empty()) {
+      for (int i = 0; i < schema.criteo_dense; ++i) dense_features.push_back("I" + std::to_string(i + 1));
+      for (int i = 0; i < schema.criteo_sparse; ++i) sparse_features.push_back("C" + std::to_string(i + 1));
     }
-    plan.quoting = true;
-    plan.header = schema.header;
+    where = "the criteo layout";
+  } else if (schema.format == "csv" || schema.format == "tsv" || schema.format == "parquet") {
     std::vector<std::string> names;
-    if (schema.header) {
+    if (schema.format == "parquet") {
+      plan.delimiter = 0;
       names = header_columns;
-      if (!schema.columns.empty() && schema.columns != names) {
-        return InvalidArgumentError(
-            "data.schema.columns does not match the file header; drop data.schema.columns "
-            "when data.schema.header is true");
-      }
+      where = "the Parquet schema";
     } else {
-      names = schema.columns;
-      if (names.empty()) {
-        return InvalidArgumentError(
-            "format " + schema.format +
-            " needs the column names: set data.schema.header: true (first line names the "
-            "columns) or data.schema.columns: [..]");
+      plan.delimiter = schema.format == "tsv" ? '\t' : (schema.delimiter == '\t' ? ',' : schema.delimiter);
+      if (plan.delimiter == '\n' || plan.delimiter == '\r' || plan.delimiter == '"') {
+        return InvalidArgumentError("data.schema.delimiter cannot be a newline or a quote");
       }
+      plan.quoting = true;
+      plan.header = schema.header;
+      if (schema.header) {
+        names = header_columns;
+        if (!schema.columns.empty() && schema.columns != names) {
+          return InvalidArgumentError(
+              "data.schema.columns does not match the file header; drop data.schema.columns "
+              "when data.schema.header is true");
+        }
+      } else {
+        names = schema.columns;
+        if (names.empty()) {
+          return InvalidArgumentError(
+              "format " + schema.format +
+              " needs the column names: set data.schema.header: true (first line names the "
+              "columns) or data.schema.columns: [..]");
+        }
+      }
+      where = schema.header ? "the header" : "data.schema.columns";
     }
-    std::unordered_map<std::string, int> by_name;
     for (size_t i = 0; i < names.size(); ++i) {
-      if (!by_name.emplace(names[i], static_cast<int>(i)).second) {
-        return InvalidArgumentError("column \"" + names[i] + "\" appears twice in the " +
-                                    (schema.header ? "header" : "data.schema.columns"));
-      }
-      plan.columns.push_back({names[i], ColumnRole::kIgnore, -1, false});
+      ColumnPlan c;
+      c.name = names[i];
+      c.is_list = i < list_columns.size() && list_columns[i];
+      plan.columns.push_back(std::move(c));
     }
-    const std::string where = schema.header ? "the header" : "data.schema.columns";
-    auto find = [&](const std::string& name, const std::string& key) -> Result<int> {
-      auto it = by_name.find(name);
-      if (it == by_name.end()) {
-        return InvalidArgumentError(key + " names column \"" + name + "\", which is not in " +
-                                    where + " (columns: " + Layout(plan.columns) + ")");
-      }
-      return it->second;
-    };
-    auto assign = [&](int col, ColumnRole role, int index, const std::string& key) -> Status {
-      if (plan.columns[col].role != ColumnRole::kIgnore) {
-        return InvalidArgumentError(key + ": column \"" + plan.columns[col].name +
-                                    "\" already has another role (label, dense or sparse)");
-      }
-      plan.columns[col].role = role;
-      plan.columns[col].index = index;
-      return OkStatus();
-    };
-    RECTRAIN_ASSIGN_OR_RETURN(int label_col, find(schema.label, "data.schema.label"));
-    RECTRAIN_RETURN_IF_ERROR(assign(label_col, ColumnRole::kLabel, 0, "data.schema.label"));
-    for (size_t i = 0; i < schema.dense.size(); ++i) {
-      RECTRAIN_ASSIGN_OR_RETURN(int c, find(schema.dense[i], "data.schema.dense"));
-      RECTRAIN_RETURN_IF_ERROR(assign(c, ColumnRole::kDense, static_cast<int>(i), "data.schema.dense"));
-    }
-    for (size_t i = 0; i < schema.sparse.size(); ++i) {
-      RECTRAIN_ASSIGN_OR_RETURN(int c, find(schema.sparse[i], "data.schema.sparse"));
-      RECTRAIN_RETURN_IF_ERROR(assign(c, ColumnRole::kSparse, static_cast<int>(i), "data.schema.sparse"));
-    }
-    if (schema.dense.empty() && schema.sparse.empty()) {
+    if (dense_features.empty() && sparse_features.empty()) {
       return InvalidArgumentError("format " + schema.format +
                                   ": declare the features in data.schema.dense and/or "
                                   "data.schema.sparse");
@@ -216,49 +217,283 @@ Result<ParsePlan> BuildPlan(const DataConfig& config,
     plan.layout = Layout(plan.columns);
   } else {
     return InvalidArgumentError("unknown data.schema.format \"" + schema.format +
-                                "\"; expected criteo, csv or tsv");
+                                "\"; expected auto, criteo, csv, tsv or parquet");
   }
-  if (!schema.group_key.empty()) {
-    bool found = false;
-    for (ColumnPlan& c : plan.columns) {
-      if (c.name == schema.group_key) {
-        if (c.role == ColumnRole::kLabel) {
-          return InvalidArgumentError("data.schema.group_key cannot be the label column");
-        }
-        c.group = true;
-        found = true;
+  std::unordered_map<std::string, int> by_name;
+  for (size_t i = 0; i < plan.columns.size(); ++i) {
+    if (!by_name.emplace(plan.columns[i].name, static_cast<int>(i)).second) {
+      return InvalidArgumentError("column \"" + plan.columns[i].name + "\" appears twice in " +
+                                  (schema.header ? std::string("the header") : where));
+    }
+  }
+  auto find = [&](const std::string& name, const std::string& key) -> Result<int> {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      return InvalidArgumentError(key + " names column \"" + name + "\", which is not in " +
+                                  where + " (columns: " + Layout(plan.columns) + ")");
+    }
+    return it->second;
+  };
+  auto use = [&](int col) {
+    if (plan.columns[col].slot < 0) {
+      plan.columns[col].slot = static_cast<int>(plan.slot_columns.size());
+      plan.slot_columns.push_back(col);
+    }
+  };
+
+  // Label.
+  RECTRAIN_ASSIGN_OR_RETURN(plan.label_column, find(schema.label, "data.schema.label"));
+  if (plan.columns[plan.label_column].is_list) {
+    return InvalidArgumentError("data.schema.label: column \"" + schema.label + "\" is a list");
+  }
+  use(plan.label_column);
+  plan.label_expected = std::string(errors::kExpectedLabel);
+  std::map<std::string, std::string> unused_transforms = config.transforms;
+  if (auto it = config.transforms.find(schema.label); it != config.transforms.end()) {
+    unused_transforms.erase(schema.label);
+    Result<FeatureTransform> t = ParseTransform(it->second);
+    if (!t.ok()) return t.status().WithContext("features.transforms." + schema.label);
+    for (const TransformStep& s : t->steps) {
+      if (!s.IsNumeric() || s.NeedsStats()) {
+        return InvalidArgumentError("features.transforms." + schema.label + ": step " +
+                                    StepName(s.op) +
+                                    " cannot transform the label (use numeric steps such as binarize(t))");
       }
     }
-    if (!found) {
+    plan.label_transform = std::move(t).value();
+    plan.label_expected = "a number that \"" + plan.label_transform.text + "\" maps to 0 or 1";
+  }
+
+  // Features.
+  std::unordered_map<std::string, int> feature_names;
+  std::vector<int> direct_role(plan.columns.size(), 0);  // columns named directly as a feature
+  auto compile = [&](const std::string& name, bool dense, int index) -> Result<FeaturePlan> {
+    const std::string list_key = dense ? "data.schema.dense" : "data.schema.sparse";
+    if (!feature_names.emplace(name, index).second) {
+      return InvalidArgumentError(list_key + ": feature \"" + name + "\" is declared twice");
+    }
+    FeaturePlan f;
+    f.name = name;
+    f.dense = dense;
+    f.index = index;
+    const std::string key = "features.transforms." + name;
+    auto it = config.transforms.find(name);
+    if (it != config.transforms.end()) {
+      unused_transforms.erase(name);
+      Result<FeatureTransform> t = ParseTransform(it->second);
+      if (!t.ok()) return t.status().WithContext(key);
+      f.transform = std::move(t).value();
+      f.has_spec = true;
+    }
+    std::string source = name;
+    size_t first = 0;
+    if (!f.transform.steps.empty() && f.transform.steps[0].op == StepOp::kCol) {
+      source = f.transform.steps[0].names[0];
+      first = 1;
+    }
+    if (!f.transform.steps.empty() && f.transform.steps[0].op == StepOp::kCross) {
+      if (dense) return InvalidArgumentError(key + ": cross(...) makes a sparse feature; list " + name + " in data.sparse");
+      RECTRAIN_ASSIGN_OR_RETURN(f.source, find(f.transform.steps[0].names[0], key + ": cross"));
+      RECTRAIN_ASSIGN_OR_RETURN(f.source2, find(f.transform.steps[0].names[1], key + ": cross"));
+      for (int c : {f.source, f.source2}) {
+        if (plan.columns[c].is_list) {
+          return InvalidArgumentError(key + ": cross of list column \"" + plan.columns[c].name + "\" is not supported");
+        }
+      }
+      first = 1;
+    } else if (first == 1) {
+      RECTRAIN_ASSIGN_OR_RETURN(f.source, find(source, key + ": col"));
+    } else {
+      RECTRAIN_ASSIGN_OR_RETURN(f.source, find(source, list_key));
+      if (direct_role[f.source] != 0 || f.source == plan.label_column) {
+        return InvalidArgumentError(list_key + ": column \"" + source +
+                                    "\" already has another role (label, dense or sparse)");
+      }
+      direct_role[f.source] = 1;
+    }
+    const bool is_list = plan.columns[f.source].is_list;
+    if (dense && is_list) {
+      return InvalidArgumentError(list_key + ": column \"" + plan.columns[f.source].name +
+                                  "\" is a list; list columns can only be sparse features");
+    }
+    if (!f.has_spec && dense) {
+      // The global default transform (features.fill / clip_min / clip_max / log1p).
+      const DenseTransformConfig& d = config.dense;
+      if (!std::isfinite(d.fill) || !std::isfinite(d.clip_min) || !std::isfinite(d.clip_max)) {
+        return InvalidArgumentError("data.dense fill, clip_min and clip_max must be finite numbers");
+      }
+      TransformStep clip;
+      clip.op = StepOp::kClip;
+      clip.args = {d.clip_min, d.clip_max > d.clip_min ? static_cast<double>(d.clip_max)
+                                                       : std::numeric_limits<double>::infinity()};
+      f.transform.steps.push_back(clip);
+      if (d.log1p) {
+        TransformStep l;
+        l.op = StepOp::kLog1p;
+        f.transform.steps.push_back(l);
+      }
+    }
+    f.fill = config.dense.fill;
+    bool any_numeric = false;
+    for (size_t i = first; i < f.transform.steps.size(); ++i) {
+      const TransformStep& s = f.transform.steps[i];
+      const std::string step = std::string("step ") + StepName(s.op);
+      switch (s.op) {
+        case StepOp::kFill:
+          f.fill = s.args[0];
+          f.has_fill = true;
+          break;
+        case StepOp::kSplit:
+        case StepOp::kMaxLen:
+        case StepOp::kHash:
+          if (dense) return InvalidArgumentError(key + ": " + step + " applies to sparse features");
+          if (s.op == StepOp::kSplit) {
+            if (f.split_sep != 0) return InvalidArgumentError(key + ": split appears twice");
+            f.split_sep = s.sep[0];
+            f.max_len = static_cast<int64_t>(s.args[0]);
+            f.multi = true;
+          } else if (s.op == StepOp::kMaxLen) {
+            f.max_len = static_cast<int64_t>(s.args[0]);
+          } else {
+            f.hash_mod = static_cast<uint64_t>(s.args[0]);
+          }
+          break;
+        default:
+          if (f.source2 >= 0) {
+            return InvalidArgumentError(key + ": " + step + " cannot follow cross(...) (only hash(n))");
+          }
+          any_numeric = true;
+          if (s.NeedsStats()) f.stats_step = static_cast<int>(i);
+          break;
+      }
+    }
+    if (f.source2 >= 0 && f.has_fill) {
+      return InvalidArgumentError(key + ": fill cannot follow cross(...) (only hash(n))");
+    }
+    if (is_list) f.multi = true;
+    if (f.max_len > 0 && !f.multi) {
+      return InvalidArgumentError(key + ": max_len needs a list: split(sep) or a Parquet list column");
+    }
+    if (is_list && f.split_sep != 0) {
+      return InvalidArgumentError(key + ": split applies to text; column \"" + plan.columns[f.source].name +
+                                  "\" is already a list");
+    }
+    f.numeric = !dense && any_numeric;
+    f.end_step = f.transform.steps.size();
+    use(f.source);
+    if (f.source2 >= 0) use(f.source2);
+    return f;
+  };
+  std::vector<FeaturePlan> dense, sparse;
+  for (size_t i = 0; i < dense_features.size(); ++i) {
+    RECTRAIN_ASSIGN_OR_RETURN(FeaturePlan f, compile(dense_features[i], true, static_cast<int>(i)));
+    dense.push_back(std::move(f));
+  }
+  for (size_t i = 0; i < sparse_features.size(); ++i) {
+    RECTRAIN_ASSIGN_OR_RETURN(FeaturePlan f, compile(sparse_features[i], false, static_cast<int>(i)));
+    sparse.push_back(std::move(f));
+  }
+  if (!unused_transforms.empty()) {
+    std::string names;
+    for (const auto& [n, spec] : unused_transforms) names += (names.empty() ? "" : ", ") + n;
+    return InvalidArgumentError("features.transforms names " + names +
+                                ", which is neither a feature (data.dense, data.sparse) nor the label");
+  }
+  if (stats_pass) {
+    // Only the features with a stats step, as dense values up to that step.
+    for (std::vector<FeaturePlan>* list : {&dense, &sparse}) {
+      for (FeaturePlan& f : *list) {
+        if (f.stats_step < 0) continue;
+        f.dense = true;
+        f.index = static_cast<int>(plan.dense.size());
+        f.end_step = static_cast<size_t>(f.stats_step);
+        f.multi = false;
+        f.stats_step = -1;
+        plan.dense.push_back(std::move(f));
+      }
+    }
+  } else {
+    plan.dense = std::move(dense);
+    plan.sparse = std::move(sparse);
+  }
+  for (FeaturePlan& f : plan.dense) {
+    plan.dense_names.push_back(f.name);
+    FinishDense(&f);
+  }
+  for (FeaturePlan& f : plan.sparse) {
+    plan.sparse_names.push_back(f.name);
+    f.premixed = PremixSeed(DeriveSeed(config.hash_seed, static_cast<uint64_t>(f.index)));
+    f.missing_id = FoldId(f, HashPremixed("", f.premixed));
+    if (f.multi) {
+      f.multi_index = static_cast<int>(plan.multi_fields.size());
+      plan.multi_fields.push_back(f.index);
+    }
+  }
+
+  // Group key and filters.
+  if (!schema.group_key.empty()) {
+    auto it = by_name.find(schema.group_key);
+    if (it == by_name.end()) {
       return InvalidArgumentError("data.schema.group_key names column \"" + schema.group_key +
                                   "\", which is not among the columns (" + plan.layout + ")");
     }
-    plan.has_group = true;
-  }
-  for (const ColumnPlan& c : plan.columns) {
-    if (c.role == ColumnRole::kDense) {
-      if (plan.dense_names.size() <= static_cast<size_t>(c.index)) plan.dense_names.resize(c.index + 1);
-      plan.dense_names[c.index] = c.name;
-    } else if (c.role == ColumnRole::kSparse) {
-      if (plan.sparse_names.size() <= static_cast<size_t>(c.index)) plan.sparse_names.resize(c.index + 1);
-      plan.sparse_names[c.index] = c.name;
+    if (it->second == plan.label_column) {
+      return InvalidArgumentError("data.schema.group_key cannot be the label column");
     }
+    if (plan.columns[it->second].is_list) {
+      return InvalidArgumentError("data.schema.group_key: column \"" + schema.group_key + "\" is a list");
+    }
+    plan.group_column = it->second;
+    plan.has_group = !stats_pass;
+    use(plan.group_column);
   }
-  plan.transform = config.dense;
-  if (!std::isfinite(plan.transform.fill) || !std::isfinite(plan.transform.clip_min) ||
-      !std::isfinite(plan.transform.clip_max)) {
-    return InvalidArgumentError("data.dense fill, clip_min and clip_max must be finite numbers");
+  for (const std::string& text : config.filters) {
+    Result<RowFilter> rf = ParseRowFilter(text);
+    if (!rf.ok()) return rf.status().WithContext("data.filters");
+    FilterPlan fp;
+    fp.filter = std::move(rf).value();
+    RECTRAIN_ASSIGN_OR_RETURN(fp.column, find(fp.filter.column, "data.filters: \"" + fp.filter.text + "\""));
+    if (plan.columns[fp.column].is_list) {
+      return InvalidArgumentError("data.filters: \"" + fp.filter.text + "\": column \"" +
+                                  fp.filter.column + "\" is a list");
+    }
+    use(fp.column);
+    plan.filters.push_back(std::move(fp));
   }
-  plan.transformed_fill = plan.Transform(plan.transform.fill);
-  plan.int_table.resize(ParsePlan::kIntTableSize);
-  for (int k = 0; k < ParsePlan::kIntTableSize; ++k) plan.int_table[k] = plan.Transform(k);
-  for (int f = 0; f < plan.num_sparse(); ++f) {
-    const uint64_t premixed = PremixSeed(DeriveSeed(config.hash_seed, static_cast<uint64_t>(f)));
-    plan.field_premixed.push_back(premixed);
-    plan.missing_ids.push_back(HashPremixed("", premixed));
+  const double rate = config.negative_downsampling;  // validated by the reader
+  if (rate < 1 && !stats_pass) {
+    plan.downsample = true;
+    plan.keep_negative_below = static_cast<uint64_t>(std::ldexp(rate, 64) >= 18446744073709551615.0
+                                                         ? 18446744073709551615.0
+                                                         : std::ldexp(rate, 64));
+    plan.downsample_seed = DeriveSeed(config.hash_seed, 0x646f776eULL);  // "down"
   }
   plan.group_premixed = PremixSeed(config.hash_seed);
   return plan;
+}
+
+void FillStats(ParsePlan* plan, const std::vector<FeatureStats>& stats) {
+  size_t k = 0;
+  for (FeaturePlan& f : plan->dense) {
+    if (f.stats_step >= 0 && k < stats.size()) {
+      f.stats = stats[k++];
+      FinishDense(&f);
+    }
+  }
+  for (FeaturePlan& f : plan->sparse) {
+    if (f.stats_step >= 0 && k < stats.size()) f.stats = stats[k++];
+  }
+}
+
+void RowBlock::Reset() {
+  rows = 0;
+  bad.clear();
+  filtered = 0;
+  downsampled = 0;
+  for (MultiColumn& m : multi) {
+    if (!m.offsets.empty()) m.offsets[0] = 0;
+    m.ids.clear();
+  }
 }
 
 void RowBlock::Reserve(const ParsePlan& plan, int64_t rows_wanted) {
@@ -269,6 +504,14 @@ void RowBlock::Reserve(const ParsePlan& plan, int64_t rows_wanted) {
   ids.resize(cap * plan.num_sparse());
   if (plan.has_group) group.resize(cap);
   rel_line.resize(cap);
+  if (static_cast<int>(multi.size()) != plan.num_multi()) {
+    multi.resize(plan.num_multi());
+    for (MultiColumn& m : multi) {
+      m.offsets.assign(1, 0);
+      m.ids.clear();
+    }
+  }
+  for (MultiColumn& m : multi) m.offsets.resize(cap + 1);
   capacity = cap;
 }
 
@@ -276,62 +519,72 @@ std::string FormatBadRow(const ParsePlan& plan, const BadRow& bad, std::string_v
                          int64_t line) {
   const std::string field =
       bad.plan_column >= 0 ? plan.columns[bad.plan_column].name : std::string();
+  std::string_view expected;
   switch (bad.kind) {
     case BadRowKind::kColumnCount:
       return errors::WrongColumnCount(file, line, bad.column,
                                       static_cast<int>(plan.columns.size()), bad.found_fields,
                                       plan.layout, bad.text);
-    case BadRowKind::kBadDense:
-      return errors::BadField(file, line, bad.column, field, errors::kExpectedDense, bad.text);
-    case BadRowKind::kBadLabel:
-      return errors::BadField(file, line, bad.column, field, errors::kExpectedLabel, bad.text);
     case BadRowKind::kBadQuote:
       return errors::BadQuote(file, line, bad.column, field, bad.text);
+    case BadRowKind::kBadDense:
+      expected = plan.dense[bad.feature].has_spec ? errors::kExpectedNumber : errors::kExpectedDense;
+      break;
+    case BadRowKind::kBadLabel:
+      expected = plan.label_expected;
+      break;
+    case BadRowKind::kBadNumber:
+      expected = errors::kExpectedNumber;
+      break;
   }
-  return "bad row";
+  if (plan.format == "parquet") return errors::BadValue(file, line, field, expected, bad.text);
+  return errors::BadField(file, line, bad.column, field, expected, bad.text);
 }
+
+namespace {
+
+// The fields of one text line, by plan slot (see row_eval.h for the Row contract).
+struct TextRow {
+  const TextField* fields;
+  std::string_view line;
+  RawValue Get(int slot) const {
+    return RawValue::Text(std::string_view(fields[slot].begin, fields[slot].end - fields[slot].begin));
+  }
+  bool IsList(int) const { return false; }
+  int64_t ListSize(int) const { return 0; }
+  RawValue ListElement(int, int64_t) const { return {}; }
+  int64_t FieldColumn(int slot) const { return fields[slot].column; }
+  uint64_t RowKey() const { return HashPremixed(line, 0); }
+};
+
+}  // namespace
+
+LineParser::LineParser(const ParsePlan* plan)
+    : plan_(plan), fields_(plan->num_slots()), scratch_(plan->num_slots()) {}
 
 bool LineParser::ParseLine(std::string_view line, int64_t rel_line, bool keep_raw,
                            RowBlock* block) {
   const ParsePlan& plan = *plan_;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const int64_t row = block->rows;
-  if (row >= block->capacity) block->Reserve(plan, row + 1);
-  const int num_dense = plan.num_dense();
-  const int num_sparse = plan.num_sparse();
-  float* dense_out = block->dense.data() + row * num_dense;
-  uint64_t* ids_out = block->ids.data() + row * num_sparse;
-
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   const int ncols = static_cast<int>(plan.columns.size());
   const char delim = plan.delimiter;
   const bool quoting = plan.quoting;
 
-  // The first field error is remembered but the row is still split to the end, so that a wrong
-  // column count (the more fundamental problem) is reported instead when both apply.
-  bool failed = false;
-  BadRow bad;
-  auto fail_field = [&](BadRowKind kind, int col, const char* field_begin, std::string_view text) {
-    failed = true;
-    bad.kind = kind;
-    bad.plan_column = col;
-    bad.column = (field_begin - begin) + 1;
-    bad.text.assign(text.substr(0, 64));
-  };
-  auto reject = [&]() {
+  auto reject = [&](BadRow bad) {
     bad.rel_line = rel_line;
     if (keep_raw) bad.raw_line.assign(line);
     block->bad.push_back(std::move(bad));
     return false;
   };
   auto count_error = [&](int found, const char* at) {
-    bad = BadRow();
+    BadRow bad;
     bad.kind = BadRowKind::kColumnCount;
     bad.found_fields = found;
     bad.column = (at - begin) + 1;
     bad.text.assign(line.substr(0, 64));
-    return reject();
+    return reject(std::move(bad));
   };
 
   const char* p = begin;
@@ -341,69 +594,27 @@ bool LineParser::ParseLine(std::string_view line, int64_t rel_line, bool keep_ra
       const int extra = 1 + static_cast<int>(std::count(p, end, delim));
       return count_error(ncols + extra, p);
     }
+    const int slot = plan.columns[col].slot;
     const char *fb, *fe;
-    const char* next = ScanField(p, end, delim, quoting, &scratch_, &fb, &fe);
+    const char* next = ScanField(p, end, delim, quoting, slot >= 0 ? &scratch_[slot] : &ignored_,
+                                 &fb, &fe);
     if (next == nullptr) {
-      fail_field(BadRowKind::kBadQuote, col, p, std::string_view(p, end - p));
-      return reject();
+      BadRow bad;
+      bad.kind = BadRowKind::kBadQuote;
+      bad.plan_column = col;
+      bad.column = (p - begin) + 1;
+      bad.text.assign(std::string_view(p, end - p).substr(0, 64));
+      return reject(std::move(bad));
     }
-    if (!failed) {
-      const ColumnPlan& cp = plan.columns[col];
-      const std::string_view text(fb, fe - fb);
-      switch (cp.role) {
-        case ColumnRole::kIgnore:
-          break;
-        case ColumnRole::kLabel:
-          if (text.size() == 1 && (text[0] == '0' || text[0] == '1')) {
-            block->labels[row] = text[0] == '1' ? 1.0f : 0.0f;
-          } else {
-            fail_field(BadRowKind::kBadLabel, col, p, text);
-          }
-          break;
-        case ColumnRole::kDense: {
-          float v;
-          if (fb == fe) {
-            v = plan.transformed_fill;
-          } else {
-            // Fast path: a small non-negative decimal integer, transformed by table lookup.
-            const char* q = fb;
-            uint32_t k = 0;
-            while (q < fe && static_cast<unsigned>(*q - '0') < 10u &&
-                   k < static_cast<uint32_t>(ParsePlan::kIntTableSize)) {
-              k = k * 10 + static_cast<unsigned>(*q - '0');
-              ++q;
-            }
-            if (q == fe && k < static_cast<uint32_t>(ParsePlan::kIntTableSize)) {
-              v = plan.int_table[k];
-            } else {
-              double x = 0;
-              auto [ptr, ec] = std::from_chars(fb, fe, x);
-              if (ec != std::errc() || ptr != fe || !std::isfinite(x)) {
-                fail_field(BadRowKind::kBadDense, col, p, text);
-                break;
-              }
-              v = plan.Transform(x);
-            }
-          }
-          dense_out[cp.index] = v;
-          break;
-        }
-        case ColumnRole::kSparse:
-          ids_out[cp.index] = fb == fe ? plan.missing_ids[cp.index]
-                                       : HashPremixed(text, plan.field_premixed[cp.index]);
-          break;
-      }
-      if (cp.group) block->group[row] = HashPremixed(text, plan.group_premixed);
-    }
+    if (slot >= 0) fields_[slot] = TextField{fb, fe, (p - begin) + 1};
     ++col;
     if (next == end) break;
     p = next + 1;
   }
   if (col < ncols) return count_error(col, end);
-  if (failed) return reject();
-  block->rel_line[row] = static_cast<int32_t>(rel_line);
-  block->rows = row + 1;
-  return true;
+  EvalScratch& scratch = eval_scratch_;
+  return EvalRow(plan, TextRow{fields_.data(), line}, rel_line, keep_raw, line, &scratch, block) !=
+         EvalResult::kBad;
 }
 
 }  // namespace rectrain::data::internal
