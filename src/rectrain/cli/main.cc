@@ -8,6 +8,7 @@
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
+#include "rectrain/cli/process_env.h"
 #include "rectrain/config/binder.h"
 
 #ifndef RECTRAIN_VERSION
@@ -40,6 +41,8 @@ const char kUsage[] =
     "  data gen     generate a synthetic Criteo-format dataset with a known truth (FILE.prob)\n"
     "  train        train a model from a YAML config (docs/config.md)\n"
     "  eval         evaluate a run's final model on data files\n"
+    "  runs         list, show, compare, delete and export tracked runs\n"
+    "  ui           serve the web UI, REST API and /metrics over the tracking store\n"
     "  quickstart   generate data, train DeepFM and compare its AUC with the oracle (~1 min)\n"
     "  help         show this help, or `rectrain help <command>`\n"
     "\n"
@@ -62,6 +65,8 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "train") return RunTrain(rest);
   if (cmd == "eval") return RunEval(rest);
   if (cmd == "quickstart") return RunQuickstart(rest);
+  if (cmd == "runs") return RunRuns(rest);
+  if (cmd == "ui") return RunUi(rest);
   if (cmd == "data") {
     if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
       std::printf("usage: rectrain data gen --rows N --out FILE [--seed S] [--shape criteo|seed|easy] [--threads T]\n");
@@ -72,7 +77,7 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
                        InvalidArgumentError("unknown subcommand \"" + rest[0] + "\"; available: gen"));
   }
   std::string msg = "unknown command \"" + cmd + "\"";
-  const char* known[] = {"data", "train", "eval", "quickstart", "help"};
+  const char* known[] = {"data", "train", "eval", "quickstart", "runs", "ui", "help"};
   for (const char* k : known) {
     if (config::EditDistance(cmd, k) <= 2) {
       msg += "; did you mean " + std::string(k) + "?";
@@ -86,6 +91,7 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
 }  // namespace rectrain::cli
 
 int main(int argc, char** argv) {
+  rectrain::cli::ReexecWithComputePoolEnv(argv);
   using rectrain::cli::Dispatch;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {

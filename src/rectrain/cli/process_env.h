@@ -1,0 +1,17 @@
+// rectrain/cli/process_env.h: process-wide settings that must be in the environment before the
+// OpenMP runtime (our compute pool, decision 0002) loads.
+// Thread safety: call once, first thing in main(), before any other thread exists.
+#pragma once
+
+namespace rectrain::cli {
+
+// libgomp reads its spin policy only from the environment when the library loads. Its default
+// spins ~300k iterations at every barrier, which is right for a dedicated machine but stalls
+// whole steps on 2 cores whenever the data reader (or anything else) takes a core: the spinning
+// thread holds the CPU the preempted one needs. Unless the user already chose (GOMP_SPINCOUNT,
+// OMP_WAIT_POLICY, or RECTRAIN_KEEP_OMP_ENV set), this sets GOMP_SPINCOUNT to a short spin and
+// re-executes /proc/self/exe with the same arguments. Measured in docs/benchmarks.md. Returns
+// normally when no re-exec is needed or it failed (then the defaults stay).
+void ReexecWithComputePoolEnv(char** argv);
+
+}  // namespace rectrain::cli
