@@ -107,11 +107,13 @@ TEST(ParquetReaderTest, RowGroupsInParallelAndShuffled) {
   auto one = ReadAll(c, o);
   ASSERT_TRUE(one.ok()) << one.status();
   o.num_threads = 3;
+  o.chunk_bytes = 256 * 100;  // 100-row slices of each row group
   auto three = ReadAll(c, o);
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(one->lists, three->lists);
   EXPECT_EQ(one->dense, three->dense);
   EXPECT_EQ(one->labels.size(), 4400u);
+  EXPECT_EQ(one->batch_first_lines, three->batch_first_lines);
   o.shuffle = true;
   o.shuffle_buffer_rows = 500;
   auto sh = ReadAll(c, o);

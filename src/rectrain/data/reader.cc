@@ -73,7 +73,18 @@ struct ChunkRef {
   int64_t index = 0;  // within the file
   int64_t begin = 0;  // nominal byte range
   int64_t end = 0;
+  // Parquet: a slice of rows [row_begin, row_end) of row group `row_group`. The slices of one
+  // row group are adjacent in the chunk order and claimed together by one worker (which decodes
+  // the row group once); `group_size` is their number, set on the first slice.
+  int row_group = -1;
+  int64_t row_begin = 0;
+  int64_t row_end = 0;
+  int64_t group_size = 1;
 };
+
+// Rows per Parquet slice: chunk_bytes / 256 (8192 for the default 2 MiB), so that parsed blocks
+// stay small and are reused from the heap (see ReadOptions::chunk_bytes).
+int64_t ParquetSliceRows(const ReadOptions& o) { return std::max<int64_t>(1, o.chunk_bytes / 256); }
 
 struct ParsedChunk {
   ChunkRef ref;
@@ -376,7 +387,8 @@ class TextBatchReader final : public BatchReader {
           return stop_ || next_claim_ >= n || next_claim_ < next_consume_ + window_;
         });
         if (stop_ || next_claim_ >= n) return;
-        seq = next_claim_++;
+        seq = next_claim_;
+        next_claim_ += order_[seq].group_size;
         if (!free_chunks_.empty()) {
           chunk = std::move(free_chunks_.back());
           free_chunks_.pop_back();
@@ -388,14 +400,39 @@ class TextBatchReader final : public BatchReader {
       const FileInfo& f = files_[ref.file];
       if (f.pq) {
         if (!decoder) decoder = std::make_unique<RowGroupDecoder>(&plan_);
-        ParsedChunk* out = chunk.get();
-        out->ref = ref;
-        out->block.Reset();
-        out->line_too_long = false;
-        out->fatal = decoder->Decode(*f.pq, f.pq_columns, static_cast<int>(ref.index), f.key,
-                                     f.rows_before[ref.index], config_.max_bad_rows, keep_raw,
-                                     &out->block, &out->complete);
-        out->lines = f.rows_before[ref.index + 1] - f.rows_before[ref.index];
+        const Status decoded = decoder->DecodeRowGroup(*f.pq, f.pq_columns, ref.row_group);
+        for (int64_t k = 0; k < ref.group_size; ++k) {
+          if (k > 0) {
+            sw = Stopwatch();
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!free_chunks_.empty()) {
+              chunk = std::move(free_chunks_.back());
+              free_chunks_.pop_back();
+            }
+          }
+          if (!chunk) chunk = std::make_unique<ParsedChunk>();
+          const ChunkRef& slice = order_[seq + k];
+          ParsedChunk* out = chunk.get();
+          out->ref = slice;
+          out->block.Reset();
+          out->line_too_long = false;
+          out->complete = false;
+          out->fatal = decoded;
+          if (decoded.ok()) {
+            out->complete = decoder->EvalRows(slice.row_begin, slice.row_end, f.key,
+                                              f.rows_before[slice.index], config_.max_bad_rows,
+                                              keep_raw, &out->block);
+          }
+          out->lines = slice.row_end - slice.row_begin;
+          out->seconds = sw.Seconds();
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            done_[seq + k] = std::move(chunk);
+          }
+          work_cv_.notify_all();
+          if (!decoded.ok() || stop_flag_.load(std::memory_order_relaxed)) break;
+        }
+        continue;
       } else {
         ParseChunk(f, ref, config_.max_bad_rows, keep_raw, stop_flag_, &buf, &parser, chunk.get());
       }
@@ -917,18 +954,29 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     f.first_chunk = static_cast<int64_t>(order.size());
     if (f.pq) {
       RECTRAIN_ASSIGN_OR_RETURN(f.pq_columns, internal::MapParquetColumns(*plan, *f.pq));
-      f.num_chunks = f.pq->num_row_groups();
       f.rows_before.assign(1, 0);
-      for (int rg = 0; rg < f.num_chunks; ++rg) {
-        f.rows_before.push_back(f.rows_before.back() + f.pq->row_group_num_rows(rg));
-        ChunkRef c;
-        c.file = static_cast<int>(i);
-        c.index = rg;
-        // Nominal bytes (for ReaderStats::bytes_read): the file's share of this row group's rows.
-        c.begin = f.size * f.rows_before[rg] / f.pq->num_rows();
-        c.end = f.size * f.rows_before[rg + 1] / f.pq->num_rows();
-        order.push_back(c);
+      int64_t file_row = 0;
+      for (int rg = 0; rg < f.pq->num_row_groups(); ++rg) {
+        const int64_t rg_rows = f.pq->row_group_num_rows(rg);
+        const size_t group_start = order.size();
+        for (int64_t a = 0; a < rg_rows || (a == 0 && rg_rows == 0); a += ParquetSliceRows(options)) {
+          ChunkRef c;
+          c.file = static_cast<int>(i);
+          c.index = static_cast<int64_t>(f.rows_before.size()) - 1;
+          c.row_group = rg;
+          c.row_begin = a;
+          c.row_end = std::min(rg_rows, a + ParquetSliceRows(options));
+          // Nominal bytes (for ReaderStats::bytes_read): the file's share of these rows.
+          c.begin = f.size * (file_row + c.row_begin) / f.pq->num_rows();
+          c.end = f.size * (file_row + c.row_end) / f.pq->num_rows();
+          f.rows_before.push_back(file_row + c.row_end);
+          order.push_back(c);
+          if (rg_rows == 0) break;
+        }
+        order[group_start].group_size = static_cast<int64_t>(order.size() - group_start);
+        file_row += rg_rows;
       }
+      f.num_chunks = static_cast<int64_t>(f.rows_before.size()) - 1;
       continue;
     }
     const int64_t data = f.size - f.data_start;
@@ -943,10 +991,22 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     }
   }
   if (options.shuffle) {
-    Rng rng(DeriveSeed(DeriveSeed(options.seed, 0x4348554e4bULL), static_cast<uint64_t>(options.epoch)));
-    for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) {
-      std::swap(order[i], order[rng.Below(static_cast<uint64_t>(i + 1))]);
+    // Permute groups (a text chunk, or the slices of one Parquet row group), keeping each
+    // group's slices together and in order.
+    std::vector<std::pair<int64_t, int64_t>> groups;  // [first, first + size)
+    for (int64_t i = 0; i < static_cast<int64_t>(order.size()); i += order[i].group_size) {
+      groups.emplace_back(i, order[i].group_size);
     }
+    Rng rng(DeriveSeed(DeriveSeed(options.seed, 0x4348554e4bULL), static_cast<uint64_t>(options.epoch)));
+    for (int64_t i = static_cast<int64_t>(groups.size()) - 1; i > 0; --i) {
+      std::swap(groups[i], groups[rng.Below(static_cast<uint64_t>(i + 1))]);
+    }
+    std::vector<ChunkRef> shuffled;
+    shuffled.reserve(order.size());
+    for (const auto& [first, size] : groups) {
+      shuffled.insert(shuffled.end(), order.begin() + first, order.begin() + first + size);
+    }
+    order = std::move(shuffled);
   }
   std::FILE* rejects = nullptr;
   if (!config.rejects_file.empty() && !stats_pass) {

@@ -106,12 +106,47 @@ void BM_ReadCriteo(benchmark::State& state) {
   state.SetBytesProcessed(bytes);
   state.counters["MB_per_cpu_s"] = static_cast<double>(bytes) / 1e6 / cpu;
   state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["rows_per_cpu_s"] = static_cast<double>(rows) / cpu;
   state.counters["wait_s"] = wait / static_cast<double>(state.iterations());
 }
 // Args: parse threads, chunk MiB (0 = the default).
 BENCHMARK(BM_ReadCriteo)
     ->Args({1, 0})->Args({2, 0})->Args({1, 1})->Args({1, 8})->Args({1, 16})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// The same rows as Parquet (RECTRAIN_BENCH_PARQUET; tests/parquet_fixtures/make_criteo_parquet.mjs
+// writes it from the criteo TSV: snappy, dictionary-encoded categoricals) into the same Batches.
+void BM_ReadParquet(benchmark::State& state) {
+  const char* path = std::getenv("RECTRAIN_BENCH_PARQUET");
+  if (path == nullptr) {
+    state.SkipWithError("set RECTRAIN_BENCH_PARQUET to a criteo-shape Parquet file");
+    return;
+  }
+  DataConfig config;
+  config.files = {path};
+  config.schema.format = "parquet";
+  for (int i = 1; i <= 13; ++i) config.schema.dense.push_back("I" + std::to_string(i));
+  for (int i = 1; i <= 26; ++i) config.schema.sparse.push_back("C" + std::to_string(i));
+  ReadOptions opt;
+  opt.num_threads = static_cast<int>(state.range(0));
+  opt.batch_size = 4096;
+  int64_t rows = 0;
+  const double cpu0 = ProcessCpuSeconds();
+  for (auto _ : state) {
+    auto reader = OpenBatchReader(config, opt).value();
+    while (true) {
+      auto b = reader->Next();
+      if (!b.ok() || !b->has_value()) break;
+      benchmark::DoNotOptimize((*b)->labels.data());
+      reader->Recycle(std::move(**b));
+    }
+    rows += reader->Stats().rows_read;
+  }
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["rows_per_cpu_s"] = static_cast<double>(rows) / cpu;
+}
+BENCHMARK(BM_ReadParquet)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 void BM_Generate(benchmark::State& state) {
   const std::string out = InputFile() + ".gen.tsv";

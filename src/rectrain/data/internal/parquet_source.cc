@@ -1,5 +1,8 @@
 #include "rectrain/data/internal/parquet_source.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "rectrain/base/random.h"
 #include "rectrain/data/internal/row_eval.h"
 
@@ -65,23 +68,76 @@ struct ParquetRow {
   uint64_t RowKey() const { return DeriveSeed(key, static_cast<uint64_t>(file_row)); }
 };
 
+// Calls fn(k, value) for slots [begin, end) with the kind switch hoisted out of the loop.
+template <class Fn>
+inline void ForEachValue(const ColumnData& d, int64_t begin, int64_t end, Fn&& fn) {
+  const bool nullable = !d.validity.empty();
+  RawValue v;
+  switch (d.kind) {
+    case ValueKind::kBinary:
+      for (int64_t i = begin; i < end; ++i) {
+        fn(i, (nullable && d.validity[i] == 0) ? RawValue() : RawValue::Text(d.StringAt(i)));
+      }
+      return;
+    case ValueKind::kInt64:
+      v.kind = RawValue::Kind::kInt;
+      for (int64_t i = begin; i < end; ++i) {
+        if (nullable && d.validity[i] == 0) {
+          fn(i, RawValue());
+          continue;
+        }
+        v.i = d.int64s[i];
+        fn(i, v);
+      }
+      return;
+    case ValueKind::kInt32:
+      v.kind = RawValue::Kind::kInt;
+      for (int64_t i = begin; i < end; ++i) {
+        if (nullable && d.validity[i] == 0) {
+          fn(i, RawValue());
+          continue;
+        }
+        v.i = d.int32s[i];
+        fn(i, v);
+      }
+      return;
+    default:
+      for (int64_t i = begin; i < end; ++i) fn(i, SlotValue(d, i));
+      return;
+  }
+}
+
 }  // namespace
 
-RowGroupDecoder::RowGroupDecoder(const ParsePlan* plan) : plan_(plan), data_(plan->num_slots()) {}
+RowGroupDecoder::RowGroupDecoder(const ParsePlan* plan) : plan_(plan), data_(plan->num_slots()) {
+  columnar_ = plan->filters.empty() && !plan->downsample;
+  for (const FeaturePlan& f : plan->sparse) {
+    if (f.source2 >= 0 || f.split_sep != 0) columnar_ = false;
+  }
+}
 RowGroupDecoder::~RowGroupDecoder() = default;
 
-Status RowGroupDecoder::Decode(const io::parquet::ParquetFile& file,
-                               const std::vector<int>& file_columns, int row_group,
-                               uint64_t file_key, int64_t first_row, int64_t max_bad_rows,
-                               bool keep_raw, RowBlock* block, bool* complete) {
-  *complete = false;
+Status RowGroupDecoder::DecodeRowGroup(const io::parquet::ParquetFile& file,
+                                       const std::vector<int>& file_columns, int row_group) {
   if (file_ != &file) {
     reader_ = std::make_unique<io::parquet::ColumnChunkReader>(&file);
     file_ = &file;
   }
   const int64_t rows = file.row_group_num_rows(row_group);
   for (int slot = 0; slot < plan_->num_slots(); ++slot) {
-    RECTRAIN_RETURN_IF_ERROR(reader_->Read(row_group, file_columns[slot], &data_[slot]));
+    // Size the buffers once for the row group instead of growing them page by page (every
+    // growth copies and touches fresh memory); capacity is kept for later row groups.
+    ColumnData& d = data_[slot];
+    const auto type = file.schema()[file_columns[slot]].physical_type;
+    if (!d.is_list && static_cast<int64_t>(d.validity.capacity()) < rows) {
+      d.validity.reserve(rows);
+      if (type == io::parquet::PhysicalType::kByteArray) d.offsets.reserve(rows + 1);
+      if (type == io::parquet::PhysicalType::kInt64) d.int64s.reserve(rows);
+      if (type == io::parquet::PhysicalType::kInt32) d.int32s.reserve(rows);
+      if (type == io::parquet::PhysicalType::kDouble) d.doubles.reserve(rows);
+      if (type == io::parquet::PhysicalType::kFloat) d.floats.reserve(rows);
+    }
+    RECTRAIN_RETURN_IF_ERROR(reader_->Read(row_group, file_columns[slot], &d));
     if (data_[slot].num_rows != rows) {
       return DataLossError(file.path() + ": column '" + plan_->columns[plan_->slot_columns[slot]].name +
                            "' (row group " + std::to_string(row_group) + ") has " +
@@ -89,16 +145,81 @@ Status RowGroupDecoder::Decode(const io::parquet::ParquetFile& file,
                            std::to_string(rows));
     }
   }
-  block->Reserve(*plan_, rows);
+  return OkStatus();
+}
+
+bool RowGroupDecoder::EvalColumns(int64_t begin, int64_t end, RowBlock* block) {
+  const ParsePlan& plan = *plan_;
+  const int64_t n = end - begin;
+  block->Reserve(plan, n);
+  bool ok = true;
+  {
+    const ColumnData& d = data_[plan.columns[plan.label_column].slot];
+    float* out = block->labels.data() - begin;
+    ForEachValue(d, begin, end, [&](int64_t i, const RawValue& v) { ok &= LabelValue(plan, v, &out[i]); });
+  }
+  const int nd = plan.num_dense();
+  for (int j = 0; j < nd && ok; ++j) {
+    const FeaturePlan& f = plan.dense[j];
+    float* out = block->dense.data() + j - begin * nd;
+    ForEachValue(data_[plan.columns[f.source].slot], begin, end,
+                 [&](int64_t i, const RawValue& v) { ok &= DenseValue(f, v, &out[i * nd]); });
+  }
+  const int ns = plan.num_sparse();
+  for (int j = 0; j < ns && ok; ++j) {
+    const FeaturePlan& f = plan.sparse[j];
+    const ColumnData& d = data_[plan.columns[f.source].slot];
+    if (f.multi) {
+      MultiColumn& mc = block->multi[f.multi_index];
+      const int64_t max_len = f.max_len > 0 ? f.max_len : INT64_MAX;
+      for (int64_t r = begin; r < end && ok; ++r) {
+        const int64_t a = d.list_offsets[r];
+        const int64_t b = a + std::min(d.list_offsets[r + 1] - a, max_len);
+        const size_t start = mc.ids.size();
+        ForEachValue(d, a, b, [&](int64_t, const RawValue& v) {
+          uint64_t id = 0;
+          ok &= SparseId(f, v, &scratch_, &id);
+          mc.ids.push_back(id);
+        });
+        if (mc.ids.size() == start) mc.ids.push_back(f.missing_id);
+        mc.offsets[r - begin + 1] = static_cast<int32_t>(mc.ids.size());
+      }
+      continue;
+    }
+    uint64_t* out = block->ids.data() + j - begin * ns;
+    ForEachValue(d, begin, end,
+                 [&](int64_t i, const RawValue& v) { ok &= SparseId(f, v, &scratch_, &out[i * ns]); });
+  }
+  if (ok && plan.has_group) {
+    uint64_t* out = block->group.data() - begin;
+    ForEachValue(data_[plan.columns[plan.group_column].slot], begin, end, [&](int64_t i, const RawValue& v) {
+      out[i] = HashPremixed(TokenText(v, scratch_.num_a), plan.group_premixed);
+    });
+  }
+  if (!ok) return false;
+  for (int64_t k = 0; k < n; ++k) block->rel_line[k] = static_cast<int32_t>(k + 1);
+  block->rows = n;
+  return true;
+}
+
+bool RowGroupDecoder::EvalRows(int64_t begin, int64_t end, uint64_t file_key, int64_t first_row,
+                               int64_t max_bad_rows, bool keep_raw, RowBlock* block) {
+  block->Reserve(*plan_, end - begin);
+  // Column at a time (cache-friendly) when no row can be dropped; any bad value redoes the
+  // slice row by row, which reports it.
+  if (columnar_) {
+    if (EvalColumns(begin, end, block)) return true;
+    block->Reset();
+  }
   int64_t bad = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    ParquetRow row{data_.data(), r, first_row + r, file_key};
-    if (EvalRow(*plan_, row, r + 1, keep_raw, std::string_view(), &scratch_, block) == EvalResult::kBad) {
-      if (++bad > max_bad_rows) return OkStatus();
+  for (int64_t r = begin; r < end; ++r) {
+    ParquetRow row{data_.data(), r, first_row + (r - begin), file_key};
+    if (EvalRow(*plan_, row, r - begin + 1, keep_raw, std::string_view(), &scratch_, block) ==
+        EvalResult::kBad) {
+      if (++bad > max_bad_rows) return false;
     }
   }
-  *complete = true;
-  return OkStatus();
+  return true;
 }
 
 Result<std::vector<int>> MapParquetColumns(const ParsePlan& plan,

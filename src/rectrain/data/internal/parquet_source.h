@@ -19,16 +19,23 @@ class RowGroupDecoder {
   explicit RowGroupDecoder(const ParsePlan* plan);
   ~RowGroupDecoder();
 
-  // Decodes row group `row_group` of `file`; `file_columns[slot]` is the file's leaf column
-  // index of each plan slot. Row r of the group gets rel_line r + 1. Stops after more than
-  // `max_bad_rows` bad rows (*complete = false). `file_key` identifies the file (downsampling).
-  // Errors: the Parquet library's Status (names file, column, row group).
-  Status Decode(const io::parquet::ParquetFile& file, const std::vector<int>& file_columns,
-                int row_group, uint64_t file_key, int64_t first_row, int64_t max_bad_rows,
-                bool keep_raw, RowBlock* block, bool* complete);
+  // Decodes the columns the plan reads of row group `row_group` of `file` (`file_columns[slot]`
+  // is the file's leaf column of each plan slot). Errors: the Parquet library's Status (names
+  // file, column, row group).
+  Status DecodeRowGroup(const io::parquet::ParquetFile& file, const std::vector<int>& file_columns,
+                        int row_group);
+  // Evaluates rows [begin, end) of the decoded row group into *block; row begin + k gets
+  // rel_line k + 1. `first_row` is the file row of `begin`, `file_key` identifies the file
+  // (downsampling). Returns false (incomplete) after more than `max_bad_rows` bad rows.
+  bool EvalRows(int64_t begin, int64_t end, uint64_t file_key, int64_t first_row,
+                int64_t max_bad_rows, bool keep_raw, RowBlock* block);
 
  private:
+  // Fast path: every feature a column at a time; false if any value is bad (nothing reported).
+  bool EvalColumns(int64_t begin, int64_t end, RowBlock* block);
+
   const ParsePlan* plan_;
+  bool columnar_ = false;  // no filters, downsampling, crosses or text splitting
   const io::parquet::ParquetFile* file_ = nullptr;
   std::unique_ptr<io::parquet::ColumnChunkReader> reader_;
   std::vector<io::parquet::ColumnData> data_;  // per slot
