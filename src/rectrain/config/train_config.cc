@@ -158,6 +158,24 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.eval.gauc = b.Bool("eval.gauc", false);
   c.eval.batch_size = b.Int("eval.batch_size", 0, Range::Closed(0, 1 << 24));
 
+  // tracking.* / monitoring.* (docs/tracking.md)
+  TrackingSettings& tr = c.tracking;
+  tr.enabled = b.Bool("tracking.enabled", true);
+  tr.workspace = b.String("tracking.workspace", "");
+  tr.store = b.String("tracking.store", "");
+  tr.run_name = b.String("tracking.run_name", "");
+  tr.tags = b.StringList("tracking.tags", {});
+  tr.group = b.String("tracking.group", "");
+  tr.parent_id = b.Int("tracking.parent_id", 0, Range::Closed(0, kMaxInt));
+  for (const auto& tag : tr.tags) {
+    if (tag.empty()) b.AddError("tracking.tags", "a tag must not be empty");
+  }
+  MonitoringSettings& mon = c.monitoring;
+  mon.enabled = b.Bool("monitoring.enabled", true);
+  mon.host = b.String("monitoring.host", "127.0.0.1");
+  mon.port = static_cast<int>(b.Int("monitoring.port", 0, Range::Closed(0, 65535)));
+  if (mon.host.empty()) b.AddError("monitoring.host", "must not be empty (default 127.0.0.1)");
+
   // Cross-key consistency.
   if (c.train_files.empty()) {
     b.AddError("data.train", "is required: a file, a glob or a list of them (e.g. --set data.train=train.tsv)");

@@ -50,6 +50,24 @@ struct EvalSettings {
   int64_t batch_size = 0;  // 0 = data.batch_size
 };
 
+// tracking.*: where and how `rectrain train` records the run (docs/tracking.md).
+struct TrackingSettings {
+  bool enabled = true;
+  std::string workspace;            // "" = the current directory
+  std::string store;                // "" = <workspace>/.rectrain/tracking.db
+  std::string run_name;             // "" = the run directory's name
+  std::vector<std::string> tags;
+  std::string group;                // group id ("" = none), e.g. a tune study
+  int64_t parent_id = 0;            // parent run id (0 = none); the run must exist
+};
+
+// monitoring.*: the /metrics endpoint of `rectrain train`.
+struct MonitoringSettings {
+  bool enabled = true;
+  std::string host = "127.0.0.1";  // non-loopback needs $RECTRAIN_METRICS_TOKEN
+  int port = 0;                     // 0 = an ephemeral port, printed at start
+};
+
 struct TrainConfig {
   uint64_t seed = 42;
   bool deterministic = false;
@@ -65,6 +83,8 @@ struct TrainConfig {
   optim::LrScheduleConfig lr_schedule;        // optimizer.lr, warmup_steps, decay, ...
   TrainerSettings train;
   EvalSettings eval;
+  TrackingSettings tracking;
+  MonitoringSettings monitoring;
 
   // The schedule of the sparse learning rate: optimizer.* warm-up and decay applied to
   // embedding.optimizer.lr (min_lr scaled by the same ratio).

@@ -340,6 +340,17 @@ class TrainLoop {
   double base_train_seconds_ = 0;  // from earlier sessions (resume)
   int64_t rejected_before_ = 0;     // rejected rows of earlier sessions and finished epochs
   std::string stop_status_ = "completed";
+
+  // Observer reports (options.observer): accumulators since the previous report.
+  double TrainAuc();
+  void Report(bool log_line);
+  double report_interval_s_ = 0;
+  Stopwatch since_report_;
+  double report_loss_sum_ = 0;
+  int64_t report_loss_count_ = 0;
+  int64_t rows_at_report_ = 0;
+  double seconds_at_report_ = 0;
+  int64_t step_at_report_ = -1;
 };
 
 Status TrainLoop::Setup() {
@@ -487,6 +498,8 @@ Status TrainLoop::Step(const data::Batch& batch) {
   }
   loss_sum_ += loss;
   ++loss_count_;
+  report_loss_sum_ += loss;
+  ++report_loss_count_;
   last_loss_ = loss;
   for (size_t i = 0; i < n; ++i) {
     window_probs_[window_pos_] = probs_[i];
@@ -504,10 +517,40 @@ Status TrainLoop::Step(const data::Batch& batch) {
   return OkStatus();
 }
 
-void TrainLoop::LogProgress(bool force_line) {
+double TrainLoop::TrainAuc() {
   const size_t wn = window_full_ ? window_probs_.size() : window_pos_;
-  const double train_auc = ExactAuc(std::span<const float>(window_probs_.data(), wn),
-                                    std::span<const float>(window_labels_.data(), wn), compute_);
+  return ExactAuc(std::span<const float>(window_probs_.data(), wn),
+                  std::span<const float>(window_labels_.data(), wn), compute_);
+}
+
+// Hands a ProgressInfo to the observer (train/observer.h).
+void TrainLoop::Report(bool log_line) {
+  if (opt_.observer == nullptr) return;
+  ProgressInfo p;
+  p.step = meta_.step;
+  p.epoch = meta_.epoch;
+  p.rows_read = meta_.rows_read_total;
+  p.rows_rejected = rejected_before_ + (reader_ ? reader_->Stats().rows_rejected : 0);
+  p.loss = report_loss_count_ ? report_loss_sum_ / static_cast<double>(report_loss_count_) : last_loss_;
+  p.train_auc = TrainAuc();
+  const double window_s = session_seconds_ - seconds_at_report_;
+  p.samples_per_sec = window_s > 0 ? static_cast<double>(session_rows_ - rows_at_report_) / window_s : 0;
+  p.learning_rate = last_lr_;
+  p.data_wait_seconds = summary_.breakdown.data_wait;
+  p.train_seconds = session_seconds_;
+  p.tables = SummarizeTables(bundle_);
+  p.log_line = log_line;
+  opt_.observer->OnProgress(p);
+  report_loss_sum_ = 0;
+  report_loss_count_ = 0;
+  rows_at_report_ = session_rows_;
+  seconds_at_report_ = session_seconds_;
+  step_at_report_ = meta_.step;
+  since_report_.Reset();
+}
+
+void TrainLoop::LogProgress(bool force_line) {
+  const double train_auc = TrainAuc();
   const double elapsed = session_seconds_;
   const double rate = elapsed > 0 ? static_cast<double>(session_rows_) / elapsed : 0;
   // Progress fraction from rows (epochs) and steps (max_steps), whichever is further.
@@ -562,6 +605,7 @@ Status TrainLoop::RunEval(const char* why) {
   line += " calibration " + Fixed(m.calibration, 3) + " ne " + Fixed(m.ne, 4) + " (" +
           std::to_string(m.rows) + " rows, " + Fixed(sw.Seconds(), 1) + "s)";
   log_->Log(line);
+  if (opt_.observer != nullptr) opt_.observer->OnEval(meta_.step, m);
   return OkStatus();
 }
 
@@ -601,6 +645,7 @@ Status TrainLoop::Checkpoint() {
   last_checkpoint_step_ = meta_.step;
   summary_.last_checkpoint = dir;
   log_->Log("checkpoint " + dir + " (" + Fixed(sw.Seconds(), 2) + "s)");
+  if (opt_.observer != nullptr) opt_.observer->OnCheckpoint(meta_.step, dir);
   return OkStatus();
 }
 
@@ -636,9 +681,15 @@ Status TrainLoop::Loop() {
       loop_clock.Reset();
       if (meta_.step % tc.log_every_steps == 0) {
         LogProgress(/*force_line=*/true);
-      } else if (log_->bar() && since_bar_.Seconds() > 1.0) {
-        LogProgress(/*force_line=*/false);
-        since_bar_.Reset();
+        Report(/*log_line=*/true);
+      } else {
+        if (log_->bar() && since_bar_.Seconds() > 1.0) {
+          LogProgress(/*force_line=*/false);
+          since_bar_.Reset();
+        }
+        if (report_interval_s_ > 0 && since_report_.Seconds() >= report_interval_s_) {
+          Report(/*log_line=*/false);
+        }
       }
       if (tc.eval_every_steps > 0 && meta_.step % tc.eval_every_steps == 0 && valid_) {
         RECTRAIN_RETURN_IF_ERROR(RunEval("every eval_every_steps"));
@@ -685,6 +736,8 @@ Status TrainLoop::Loop() {
       done = true;
     }
   }
+  // The last steps since the previous report, so the recorded curves reach the final step.
+  if (session_steps_ > 0 && step_at_report_ != meta_.step) Report(/*log_line=*/true);
   return OkStatus();
 }
 
@@ -736,6 +789,11 @@ void TrainLoop::WriteSummary() {
 
 Result<TrainSummary> TrainLoop::Run() {
   Status s = Setup();
+  if (s.ok() && opt_.observer != nullptr) {
+    report_interval_s_ = opt_.observer->ProgressIntervalSeconds();
+    opt_.observer->OnStart(meta_.step);
+    since_report_.Reset();
+  }
   if (s.ok()) s = Loop();
   if (s.ok()) s = Finish();
   if (!s.ok()) {

@@ -37,6 +37,7 @@
 #include "rectrain/base/result.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/train/metrics.h"
+#include "rectrain/train/observer.h"
 
 namespace rectrain::train {
 
@@ -46,6 +47,7 @@ struct TrainerOptions {
   const std::atomic<int>* stop_signal = nullptr;  // non-zero: stop after the current step
   int progress = -1;   // -1: a progress bar when stderr is a TTY; 0: log lines; 1: bar
   bool echo = true;    // print log lines / the bar to stderr (train.log gets them regardless)
+  TrainObserver* observer = nullptr;  // progress hooks (observer.h); must outlive Train()
 };
 
 struct PhaseSeconds {
@@ -55,17 +57,6 @@ struct PhaseSeconds {
   double backward = 0;
   double sparse_update = 0;
   double dense_update = 0;
-};
-
-struct TableSummary {
-  std::string name;
-  int dim = 0;
-  int64_t rows = 0;
-  int64_t bytes = 0;
-  int64_t admissions = 0;
-  int64_t evictions = 0;
-  int64_t lookups = 0;
-  int64_t oov_lookups = 0;
 };
 
 struct OracleMetrics {

@@ -1,0 +1,410 @@
+#include "rectrain/train/run_recorder.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "rectrain/base/random.h"
+#include "rectrain/io/file.h"
+
+extern char** environ;
+
+namespace rectrain::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int64_t kFingerprintBlock = 64 * 1024;
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+double CpuSeconds() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int64_t CurrentRssBytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+Result<track::DataFile> FingerprintFile(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "cannot stat " + path);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "cannot open " + path);
+  const int64_t size = static_cast<int64_t>(st.st_size);
+  std::string buf;
+  auto read_at = [&](int64_t offset, int64_t n) -> bool {
+    buf.resize(static_cast<size_t>(n));
+    int64_t done = 0;
+    while (done < n) {
+      const ssize_t r = pread(fd, buf.data() + done, static_cast<size_t>(n - done), offset + done);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      done += r;
+    }
+    buf.resize(static_cast<size_t>(done));
+    return true;
+  };
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  uint64_t h = Mix64(static_cast<uint64_t>(size)) ^ Mix64(static_cast<uint64_t>(mtime_ns) + 1);
+  read_at(0, std::min(size, kFingerprintBlock));
+  h = HashBytes(buf, h);
+  if (size > kFingerprintBlock) {
+    const int64_t tail = std::min(kFingerprintBlock, size - kFingerprintBlock);
+    read_at(size - tail, tail);
+    h = HashBytes(buf, h);
+  }
+  close(fd);
+  char hex[24];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return track::DataFile{path, size, std::string("v1:") + hex};
+}
+
+std::string GitCommitOf(const std::string& dir) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return "";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::string d = dir.empty() ? "." : dir;
+  const char* argv[] = {"git", "-C", d.c_str(), "rev-parse", "--verify", "-q", "HEAD", nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "git", &fa, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  std::string text;
+  if (rc == 0) {
+    char buf[256];
+    while (true) {
+      const ssize_t n = read(out[0], buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (text.size() < 4096) text.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(out[0]);
+  if (rc != 0) return "";
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) return "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.size() < 40 || text.find_first_not_of("0123456789abcdef") != std::string::npos) return "";
+  return text;
+}
+
+std::vector<track::MetricValue> FinalMetrics(const TrainSummary& s) {
+  std::vector<track::MetricValue> out;
+  auto add = [&](const char* key, double v) {
+    if (std::isfinite(v)) out.emplace_back(key, v);
+  };
+  add("train/samples_per_s", s.samples_per_sec);
+  add("train/steps", static_cast<double>(s.steps));
+  add("train/epochs", static_cast<double>(s.epochs));
+  add("train/rows_read", static_cast<double>(s.rows_read));
+  add("train/rows_rejected", static_cast<double>(s.rows_rejected));
+  add("train/seconds", s.seconds);
+  add("system/peak_rss_bytes", static_cast<double>(s.peak_rss_bytes));
+  if (s.has_valid) {
+    add("val/auc", s.valid.auc);
+    add("val/logloss", s.valid.logloss);
+    add("val/calibration", s.valid.calibration);
+    add("val/ne", s.valid.ne);
+    add("val/gauc", s.valid.gauc);
+  }
+  if (s.has_oracle) {
+    add("oracle/auc", s.oracle.auc);
+    add("oracle/logloss", s.oracle.logloss);
+  }
+  return out;
+}
+
+RunRecorder::RunRecorder(Options options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<RunRecorder>> RunRecorder::Start(Options options, const track::RunInfo& info,
+                                                        const std::vector<std::string>& data_patterns) {
+  std::unique_ptr<RunRecorder> r(new RunRecorder(std::move(options)));
+  track::TrackingStore* store = r->options_.store;
+  if (store != nullptr) {
+    RECTRAIN_ASSIGN_OR_RETURN(track::RunId id, store->StartRun(info));
+    r->run_ = id;
+    r->run_label_ = std::to_string(id);
+    if (!data_patterns.empty()) {
+      auto files = io::ExpandPaths(data_patterns);
+      if (files.ok()) {
+        for (const auto& f : *files) {
+          auto df = FingerprintFile(f);
+          if (!df.ok()) continue;  // the reader reports unreadable files
+          df->path = Absolute(f);
+          r->Write(store->AddDataFile(id, *df), "data file");
+        }
+      }
+    }
+    if (!r->options_.run_dir.empty()) {
+      r->Write(store->AddArtifact(id, "log", Absolute(r->options_.run_dir + "/train.log")), "artifact");
+    }
+  } else {
+    r->run_label_ = fs::path(r->options_.run_dir).lexically_normal().filename().string();
+    if (r->run_label_.empty()) r->run_label_ = info.name;
+  }
+  if (r->options_.registry != nullptr) {
+    RECTRAIN_RETURN_IF_ERROR(r->RegisterSeries(info));
+  }
+  if (store != nullptr && r->options_.heartbeat_s > 0) {
+    RunRecorder* self = r.get();
+    r->heartbeat_ = std::thread([self] {
+      std::unique_lock<std::mutex> lock(self->hb_mu_);
+      const auto period = std::chrono::duration<double>(self->options_.heartbeat_s);
+      while (!self->hb_cv_.wait_for(lock, period, [self] { return self->hb_stop_; })) {
+        lock.unlock();
+        (void)self->options_.store->Heartbeat(*self->run_);  // failures: the next write reports
+        lock.lock();
+      }
+    });
+  }
+  return r;
+}
+
+RunRecorder::~RunRecorder() {
+  if (!ended_) End(track::RunStatus::kFailed, "the trainer ended without a result");
+  StopHeartbeat();
+}
+
+Status RunRecorder::RegisterSeries(const track::RunInfo& info) {
+  http::MetricsRegistry& reg = *options_.registry;
+  const http::Labels run{{"run", run_label_}};
+  Series& s = series_;
+  RECTRAIN_ASSIGN_OR_RETURN(s.samples, reg.GetCounter("rectrain_train_samples_total",
+                                                      "Training samples processed (all sessions).", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.steps, reg.GetCounter("rectrain_train_steps_total",
+                                                    "Training steps completed (all sessions).", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.step, reg.GetGauge("rectrain_train_step", "The current global step.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.epoch, reg.GetGauge("rectrain_train_epoch", "Epochs completed.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.loss, reg.GetGauge("rectrain_train_loss",
+                                                 "Mean training loss since the previous refresh.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.train_auc, reg.GetGauge("rectrain_train_auc",
+                                                      "AUC of the last ~131k training predictions.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.samples_per_second,
+                            reg.GetGauge("rectrain_train_samples_per_second",
+                                         "Training throughput since the previous refresh.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.learning_rate, reg.GetGauge("rectrain_train_learning_rate",
+                                                          "Scheduled dense learning rate.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.eval_auc, reg.GetGauge("rectrain_eval_auc",
+                                                     "Validation AUC of the latest evaluation.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.eval_logloss, reg.GetGauge("rectrain_eval_logloss",
+                                                         "Validation logloss of the latest evaluation.", run));
+  s.eval_auc->Set(kNaN);
+  s.eval_logloss->Set(kNaN);
+  s.loss->Set(kNaN);
+  s.train_auc->Set(kNaN);
+  RECTRAIN_ASSIGN_OR_RETURN(s.rows_read, reg.GetCounter("rectrain_data_rows_read_total",
+                                                        "Training rows read (all sessions).", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.rows_rejected, reg.GetCounter("rectrain_data_rows_rejected_total",
+                                                            "Training rows rejected as malformed.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.data_wait, reg.GetCounter("rectrain_data_wait_seconds_total",
+                                                        "Time the training loop waited for batches.", run));
+  http::Labels info_labels = run;
+  info_labels.emplace_back("name", info.name);
+  info_labels.emplace_back("run_dir", Absolute(options_.run_dir));
+  RECTRAIN_ASSIGN_OR_RETURN(http::Gauge * run_info,
+                            reg.GetGauge("rectrain_run_info", "The run this process trains (value 1).",
+                                         info_labels));
+  run_info->Set(1);
+  return http::RegisterProcessMetrics(reg);
+}
+
+void RunRecorder::Write(const Status& s, const char* what) {
+  if (s.ok()) return;
+  if (write_failures_++ == 0) {
+    const std::string msg = std::string("warning: tracking store: cannot record ") + what + ": " +
+                            s.ToString() + " (training continues; later failures are only counted)";
+    if (options_.warn) {
+      options_.warn(msg);
+    } else {
+      std::fprintf(stderr, "%s\n", msg.c_str());
+    }
+  }
+}
+
+void RunRecorder::OnStart(int64_t step) {
+  if (series_.step != nullptr) series_.step->Set(static_cast<double>(step));
+  last_cpu_seconds_ = CpuSeconds();
+  last_cpu_wall_ = WallSeconds();
+}
+
+double RunRecorder::ProgressIntervalSeconds() const {
+  return options_.registry != nullptr ? options_.progress_interval_s : 0.0;
+}
+
+void RunRecorder::OnProgress(const ProgressInfo& p) {
+  if (std::isfinite(p.loss)) last_loss_ = p.loss;
+  if (options_.registry != nullptr) {
+    Series& s = series_;
+    s.loss->Set(p.loss);  // before the counters: a scrape never sees samples without a loss
+    s.train_auc->Set(p.train_auc);
+    s.samples->SetTotal(static_cast<double>(p.rows_read));
+    s.steps->SetTotal(static_cast<double>(p.step));
+    s.step->Set(static_cast<double>(p.step));
+    s.epoch->Set(static_cast<double>(p.epoch));
+    s.samples_per_second->Set(p.samples_per_sec);
+    s.learning_rate->Set(p.learning_rate);
+    s.rows_read->SetTotal(static_cast<double>(p.rows_read));
+    s.rows_rejected->SetTotal(static_cast<double>(p.rows_rejected));
+    s.data_wait->SetTotal(p.data_wait_seconds);
+    for (const TableSummary& t : p.tables) {
+      auto it = tables_.find(t.name);
+      if (it == tables_.end()) {
+        const http::Labels l{{"run", run_label_}, {"table", t.name}};
+        http::MetricsRegistry& reg = *options_.registry;
+        TableSeries ts;
+        auto g = [&](const char* name, const char* help) -> http::Gauge* {
+          auto r = reg.GetGauge(name, help, l);
+          return r.ok() ? *r : nullptr;
+        };
+        auto c = [&](const char* name, const char* help) -> http::Counter* {
+          auto r = reg.GetCounter(name, help, l);
+          return r.ok() ? *r : nullptr;
+        };
+        ts.rows = g("rectrain_embedding_rows", "Rows resident in the embedding table.");
+        ts.bytes = g("rectrain_embedding_bytes", "Memory accounted to the embedding table.");
+        ts.admissions = c("rectrain_embedding_admissions_total", "Ids that got their own row.");
+        ts.evictions = c("rectrain_embedding_evictions_total", "Rows evicted for the memory budget.");
+        ts.lookups = c("rectrain_embedding_lookups_total", "Ids looked up (training and evaluation).");
+        ts.oov_lookups = c("rectrain_embedding_oov_lookups_total", "Lookups that read the OOV row.");
+        ts.oov_ratio = g("rectrain_embedding_oov_ratio", "oov_lookups / lookups since the start.");
+        it = tables_.emplace(t.name, ts).first;
+      }
+      TableSeries& ts = it->second;
+      if (ts.rows) ts.rows->Set(static_cast<double>(t.rows));
+      if (ts.bytes) ts.bytes->Set(static_cast<double>(t.bytes));
+      if (ts.admissions) ts.admissions->SetTotal(static_cast<double>(t.admissions));
+      if (ts.evictions) ts.evictions->SetTotal(static_cast<double>(t.evictions));
+      if (ts.lookups) ts.lookups->SetTotal(static_cast<double>(t.lookups));
+      if (ts.oov_lookups) ts.oov_lookups->SetTotal(static_cast<double>(t.oov_lookups));
+      if (ts.oov_ratio) {
+        ts.oov_ratio->Set(t.lookups > 0 ? static_cast<double>(t.oov_lookups) / static_cast<double>(t.lookups)
+                                        : 0.0);
+      }
+    }
+  }
+  if (options_.store == nullptr || !p.log_line) return;
+  const double cpu = CpuSeconds(), wall = WallSeconds();
+  const double cpu_percent =
+      wall > last_cpu_wall_ ? 100.0 * (cpu - last_cpu_seconds_) / (wall - last_cpu_wall_) : 0.0;
+  last_cpu_seconds_ = cpu;
+  last_cpu_wall_ = wall;
+  const track::MetricValue m[] = {
+      {"train/loss", p.loss},
+      {"train/auc", p.train_auc},
+      {"train/samples_per_s", p.samples_per_sec},
+      {"train/lr", p.learning_rate},
+      {"train/epoch", static_cast<double>(p.epoch)},
+      {"train/rows_read", static_cast<double>(p.rows_read)},
+      {"train/rows_rejected", static_cast<double>(p.rows_rejected)},
+      {"train/data_wait_s", p.data_wait_seconds},
+      {"system/rss_bytes", static_cast<double>(CurrentRssBytes())},
+      {"system/cpu_percent", cpu_percent},
+  };
+  Write(options_.store->LogMetrics(*run_, p.step, m), "metrics");
+}
+
+void RunRecorder::OnEval(int64_t step, const EvalMetrics& e) {
+  if (options_.registry != nullptr) {
+    series_.eval_auc->Set(e.auc);
+    series_.eval_logloss->Set(e.logloss);
+  }
+  if (options_.store == nullptr) return;
+  std::vector<track::MetricValue> m = {{"val/auc", e.auc},
+                                       {"val/logloss", e.logloss},
+                                       {"val/calibration", e.calibration},
+                                       {"val/ne", e.ne}};
+  if (!std::isnan(e.gauc)) m.emplace_back("val/gauc", e.gauc);
+  Write(options_.store->LogMetrics(*run_, step, m), "metrics");
+}
+
+void RunRecorder::OnCheckpoint(int64_t step, const std::string& dir) {
+  (void)step;
+  if (options_.store == nullptr) return;
+  Write(options_.store->AddArtifact(*run_, "checkpoint", Absolute(dir)), "artifact");
+}
+
+void RunRecorder::Finish(const TrainSummary& summary) {
+  if (ended_) return;
+  if (options_.store != nullptr) {
+    std::vector<track::MetricValue> finals = FinalMetrics(summary);
+    if (std::isfinite(last_loss_)) finals.emplace_back("train/loss", last_loss_);
+    Write(options_.store->SetFinal(*run_, finals), "final metrics");
+    if (!summary.model_dir.empty()) {
+      Write(options_.store->AddArtifact(*run_, "model", Absolute(summary.model_dir)), "artifact");
+    }
+    if (!options_.run_dir.empty()) {
+      Write(options_.store->AddArtifact(*run_, "summary", Absolute(options_.run_dir + "/summary.json")),
+            "artifact");
+    }
+  }
+  const std::string& st = summary.status;
+  if (st == "interrupted") {
+    const int sig = summary.interrupted_by;
+    const char* name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal";
+    End(track::RunStatus::kStopped,
+        std::string("interrupted by ") + name + " at step " + std::to_string(summary.steps));
+  } else if (st == "failed") {
+    End(track::RunStatus::kFailed, summary.error);
+  } else if (st == "early_stopped") {
+    End(track::RunStatus::kFinished, "early stopped at step " + std::to_string(summary.steps));
+  } else {
+    End(track::RunStatus::kFinished, "");
+  }
+}
+
+void RunRecorder::Fail(const Status& error) {
+  if (ended_) return;
+  End(track::RunStatus::kFailed, error.ToString());
+}
+
+void RunRecorder::End(track::RunStatus status, const std::string& message) {
+  ended_ = true;
+  StopHeartbeat();
+  if (options_.store == nullptr) return;
+  Write(options_.store->FinishRun(*run_, status, message), "the final status");
+}
+
+void RunRecorder::StopHeartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(hb_mu_);
+    hb_stop_ = true;
+  }
+  hb_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+}  // namespace rectrain::train
