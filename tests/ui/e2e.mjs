@@ -2,7 +2,9 @@
 // (no browser download). Seeds a tracking store with ui_seed_store, starts rectrain_ui_server
 // on a free loopback port, and drives the UI like a user. Screenshots and figures go to --out.
 //
-//   node e2e.mjs --suite demo|scale --server BIN --seed BIN --out DIR
+//   node e2e.mjs --suite demo|scale --server BIN [--server-arg ui] --seed BIN --out DIR
+// (--server-arg: a first argument for BIN, e.g. `--server build/rectrain --server-arg ui` to
+// test `rectrain ui` itself; without it BIN is rectrain_ui_server).
 //
 // demo:  runs table, filters (status, tag, metric threshold, config search), chosen columns
 //        kept across reloads, sort, compare two runs (curves drawn, config diff, finals),
@@ -21,6 +23,7 @@ const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
 );
 const suite = args.suite ?? "demo";
+const serverPrefix = args["server-arg"] ? [args["server-arg"]] : [];
 const CHROMIUM = process.env.RECTRAIN_CHROMIUM ?? "/usr/bin/chromium";
 const BOUND_MS = 10000;
 for (const k of ["server", "seed", "out"]) {
@@ -51,7 +54,7 @@ function seed(...rest) {
 
 function startServer(extra = []) {
   return new Promise((resolve, reject) => {
-    const p = spawn(args.server, ["--store", store, "--port", "0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(args.server, [...serverPrefix, "--store", store, "--port", "0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
     children.push(p);
     let out = "";
     const timer = setTimeout(() => reject(new Error(`server did not print its URL in 20 s: ${out}`)), 20000);

@@ -13,6 +13,8 @@ int RunDataGen(const std::vector<std::string>& args);
 int RunTrain(const std::vector<std::string>& args);
 int RunEval(const std::vector<std::string>& args);
 int RunQuickstart(const std::vector<std::string>& args);
+int RunRuns(const std::vector<std::string>& args);
+int RunUi(const std::vector<std::string>& args);
 
 // Installs SIGINT/SIGTERM handlers that request a clean stop (a second signal exits at once);
 // returns the flag the trainer polls (the signal number once one arrived).

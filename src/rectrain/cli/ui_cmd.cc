@@ -1,0 +1,53 @@
+// `rectrain ui`: the web UI, REST API and /metrics over the workspace's tracking store
+// (http::ServeUi; docs/ui.md, docs/cli.md).
+#include <cstdio>
+#include <filesystem>
+
+#include "rectrain/cli/commands.h"
+#include "rectrain/cli/exit_codes.h"
+#include "rectrain/cli/flags.h"
+#include "rectrain/cli/workspace.h"
+#include "rectrain/http/ui_server.h"
+
+namespace rectrain::cli {
+
+int RunUi(const std::vector<std::string>& args) {
+  const char* kCmd = "rectrain ui";
+  std::string host = "127.0.0.1", token, store, workspace, static_dir;
+  int64_t port = 8080;
+  FlagParser flags(kCmd, "[--port P] [--host H] [--token T] [--store PATH] [--workspace DIR]",
+                   "Serves the web UI, its REST API and /metrics from the tracking store until\n"
+                   "Ctrl-C. Binds 127.0.0.1 by default; another host needs a token (--token, else\n"
+                   "$RECTRAIN_UI_TOKEN, else one is generated and printed with the URL).");
+  flags.Int("port", &port, "port (default 8080; 0 = any free port)");
+  flags.String("host", &host, "address to bind (default 127.0.0.1)");
+  flags.String("token", &token, "API token (>= 16 characters), required off loopback");
+  flags.String("store", &store,
+               "tracking database (default $RECTRAIN_TRACKING_STORE, else WORKSPACE/.rectrain/tracking.db)");
+  flags.String("workspace", &workspace,
+               "workspace directory: the store's default home and the only place log tails are "
+               "served from (default: the current directory)");
+  flags.String("static-dir", &static_dir, "built UI assets (default: found next to the binary or build)");
+  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (port < 0 || port > 65535) {
+    return ReportError(kCmd, InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(port)));
+  }
+  http::UiOptions o;
+  o.store_path = ResolveStorePath(store, workspace);
+  o.host = host;
+  o.port = static_cast<int>(port);
+  o.token = token;
+  o.static_dir = static_dir;
+  o.artifact_root = WorkspaceOfStore(o.store_path, workspace);
+  std::error_code ec;
+  const std::filesystem::path store_dir = std::filesystem::path(o.store_path).parent_path();
+  if (!store_dir.empty()) std::filesystem::create_directories(store_dir, ec);
+  if (Status s = http::ServeUi(o); !s.ok()) return ReportError(kCmd, s);
+  return 0;
+}
+
+}  // namespace rectrain::cli
