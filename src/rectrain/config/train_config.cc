@@ -1,10 +1,12 @@
 #include "rectrain/config/train_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "rectrain/base/random.h"
+#include "rectrain/data/transform.h"
 
 namespace rectrain::config {
 namespace {
@@ -38,7 +40,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.train_files = b.StringList("data.train", {});
   c.valid_files = b.StringList("data.valid", {});
   data::SchemaConfig& schema = c.data.schema;
-  schema.format = b.String("data.format", "criteo", {"criteo", "csv", "tsv"});
+  schema.format = b.String("data.format", "auto", {"auto", "criteo", "csv", "tsv", "parquet"});
   schema.criteo_dense = static_cast<int>(b.Int("data.criteo_dense", 13, Range::Closed(0, 10000)));
   schema.criteo_sparse =
       static_cast<int>(b.Int("data.criteo_sparse", 26, Range::Closed(0, 10000)));
@@ -64,6 +66,18 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.read.prefetch_batches = static_cast<int>(b.Int("data.prefetch", 4, Range::Closed(1, 1024)));
   c.read.chunk_bytes = b.Bytes("data.chunk_bytes", data::ReadOptions{}.chunk_bytes, Range::Closed(1, 1 << 30));
   c.read.seed = c.seed;
+  c.data.negative_downsampling =
+      b.Double("data.negative_downsampling", 1.0, Range{0, 1, true, false});
+  c.data.cache_dir = b.String("data.cache_dir", "");
+  c.data.filters = b.StringList("data.filters", {});
+  for (size_t i = 0; i < c.data.filters.size(); ++i) {
+    if (auto f = data::ParseRowFilter(c.data.filters[i]); !f.ok()) {
+      b.AddError("data.filters", "[" + std::to_string(i) + "] " + std::string(f.status().message()));
+    }
+  }
+  // Standardize/quantiles statistics always come from the training files, so validation and
+  // eval rows are transformed like training rows.
+  c.data.stats_files = c.train_files;
 
   // features.*
   c.data.dense.fill = b.Float("features.fill", 0.0f);
@@ -71,6 +85,12 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.data.dense.clip_min = b.Float("features.clip_min", 0.0f);
   c.data.dense.clip_max = b.Float("features.clip_max", 0.0f);
   c.data.hash_seed = static_cast<uint64_t>(b.Int("features.hash_seed", 0, Range::Closed(0, kMaxInt)));
+  c.data.transforms = b.StringMap("features.transforms", {});
+  for (const auto& [feature, spec] : c.data.transforms) {
+    if (auto t = data::ParseTransform(spec); !t.ok()) {
+      b.AddError("features.transforms." + feature, t.status().message());
+    }
+  }
 
   // model.*
   c.model.type = b.String("model.type", "deepfm", nn::ModelTypes());
@@ -187,8 +207,14 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   if (c.eval.gauc && schema.group_key.empty()) {
     b.AddError("eval.gauc", "needs data.group_key (the column that identifies a user or query)");
   }
-  if (schema.format != "criteo" && schema.dense.empty() && schema.sparse.empty()) {
-    b.AddError("data.format", schema.format + " needs data.dense and/or data.sparse column names");
+  const bool all_parquet =
+      !c.train_files.empty() &&
+      std::all_of(c.train_files.begin(), c.train_files.end(), [](const std::string& f) {
+        return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
+      });
+  if ((schema.format == "auto" ? all_parquet : schema.format != "criteo") &&
+      schema.dense.empty() && schema.sparse.empty()) {
+    b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
   }
   return c;
 }

@@ -86,4 +86,72 @@ TEST(TrainConfig, MissingFileIsNotFound) {
 }
 
 }  // namespace
+TEST(TrainConfig, DataPipelineKeys) {
+  auto c = Load(
+      "data:\n"
+      "  train: [t1.tsv, t2.tsv]\n"
+      "  valid: v.tsv\n"
+      "  format: tsv\n"
+      "  header: true\n"
+      "  dense: [age]\n"
+      "  sparse: [genres]\n"
+      "  filters: [\"label not null\", \"country in [us, de]\"]\n"
+      "  negative_downsampling: 0.25\n"
+      "  cache_dir: /tmp/cc\n"
+      "features:\n"
+      "  transforms: {age: \"fill(30) | log1p | standardize\", genres: \"split('|', 5)\"}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const data::DataConfig& d = c->config.data;
+  EXPECT_EQ(d.schema.format, "tsv");
+  EXPECT_EQ(d.filters, (std::vector<std::string>{"label not null", "country in [us, de]"}));
+  EXPECT_DOUBLE_EQ(d.negative_downsampling, 0.25);
+  EXPECT_EQ(d.cache_dir, "/tmp/cc");
+  EXPECT_EQ(d.stats_files, (std::vector<std::string>{"t1.tsv", "t2.tsv"}));
+  EXPECT_EQ(d.transforms.at("age"), "fill(30) | log1p | standardize");
+  EXPECT_EQ(d.transforms.at("genres"), "split('|', 5)");
+  auto again = Load(c->resolved_yaml);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->hash, c->hash);
+}
+
+TEST(TrainConfig, DataPipelineDefaults) {
+  auto c = Load("data: {train: a.tsv}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config.data.schema.format, "auto");
+  EXPECT_DOUBLE_EQ(c->config.data.negative_downsampling, 1.0);
+  EXPECT_TRUE(c->config.data.filters.empty());
+  EXPECT_TRUE(c->config.data.transforms.empty());
+  EXPECT_EQ(c->config.data.cache_dir, "");
+  EXPECT_EQ(c->config.data.stats_files, std::vector<std::string>{"a.tsv"});
+}
+
+TEST(TrainConfig, DataPipelineErrors) {
+  auto c = Load(
+      "data:\n"
+      "  train: a.parquet\n"
+      "  format: parket\n"
+      "  dense: [a]\n"
+      "  filters: [\"x maybe\"]\n"
+      "  negative_downsampling: 0\n"
+      "features:\n"
+      "  transforms: {a: \"lg1p\"}\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "invalid configuration (4 errors):\n"
+            "  data.format: \"parket\" is not one of auto, criteo, csv, tsv, parquet; did you mean "
+            "parquet? (c.yaml:3:3)\n"
+            "  data.negative_downsampling: 0 is out of range (0, 1] (c.yaml:6:3)\n"
+            "  data.filters: [0] row filter \"x maybe\": expected \"COL not null\", \"COL in [a, "
+            "b]\" or \"COL not in [a, b]\" (c.yaml:5:3)\n"
+            "  features.transforms.a: unknown transform step \"lg1p\"; did you mean log1p? "
+            "(c.yaml:8:16)");
+  // auto on .parquet files needs feature names, like parquet.
+  auto p = Load("data: {train: [a.parquet, b.parquet]}\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "invalid configuration: data.format: parquet needs data.dense and/or data.sparse "
+            "column names");
+  EXPECT_TRUE(Load("data: {train: [a.parquet, b.tsv]}\n").ok());
+}
+
 }  // namespace rectrain::config
