@@ -40,6 +40,8 @@ class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::TempDir("cli"));
+    // Runs are recorded in a store of the test's own (not .rectrain/ in the working directory).
+    setenv("RECTRAIN_TRACKING_STORE", (*dir_ + "/tracking.db").c_str(), 1);
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
