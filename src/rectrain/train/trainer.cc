@@ -19,6 +19,7 @@
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/data/generator.h"
 #include "rectrain/data/reader.h"
+#include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
 #include "rectrain/nn/loss.h"
 #include "rectrain/nn/model_config.h"
@@ -200,8 +201,10 @@ class ValidSet {
 };
 
 // Forward-only pass over `valid`, accumulating predictions into `acc`.
+// `downsampling` = data.negative_downsampling of the training data: logits are calibrated by
+// data::CalibrateLogit when it is < 1 (validation rows themselves are read with rate 1).
 Status EvaluateInto(ModelBundle& bundle, LookupWorkspace& ws, ValidSet& valid,
-                    const ComputeContext& compute, MetricAccumulator* acc) {
+                    const ComputeContext& compute, MetricAccumulator* acc, double downsampling) {
   acc->Clear();
   std::vector<float> logits, probs;
   return valid.ForEach([&](const data::Batch& batch) -> Status {
@@ -214,6 +217,9 @@ Status EvaluateInto(ModelBundle& bundle, LookupWorkspace& ws, ValidSet& valid,
                         .fields = ws.fields(),
                         .seed = 0};
     RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits, compute));
+    if (downsampling < 1.0) {
+      for (float& l : logits) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
+    }
     nn::SigmoidCrossEntropy(logits, batch.labels, {}, probs, compute);
     acc->Add(probs, batch.labels, batch.group_keys);
     return OkStatus();
@@ -436,6 +442,7 @@ Status TrainLoop::Setup() {
     data::DataConfig vd = c_.data;
     vd.files = c_.valid_files;
     vd.max_bad_rows = c_.data.max_bad_rows;
+    vd.negative_downsampling = 1.0;  // evaluate on every row; logits are calibrated instead
     data::ReadOptions vo = c_.read;
     vo.shuffle = false;
     vo.epoch = 0;
@@ -593,7 +600,8 @@ void TrainLoop::LogProgress(bool force_line) {
 Status TrainLoop::RunEval(const char* why) {
   if (!valid_) return OkStatus();
   Stopwatch sw;
-  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle_, *ws_, *valid_, compute_, &valid_acc_))
+  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle_, *ws_, *valid_, compute_, &valid_acc_,
+                                        c_.data.negative_downsampling))
       << "while evaluating data.valid";
   summary_.valid = valid_acc_.Compute(compute_, c_.eval.gauc);
   summary_.has_valid = true;
@@ -927,6 +935,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   omp_set_num_threads(c.threads);
   data::DataConfig dc = c.data;
   dc.files = options.files;
+  dc.negative_downsampling = 1.0;  // evaluate on every row; logits are calibrated instead
   if (!options.group_key.empty()) dc.schema.group_key = options.group_key;
   data::ReadOptions ro = c.read;
   ro.shuffle = false;
@@ -944,7 +953,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   LookupWorkspace ws(bundle.model->spec(), bundle.tables);
   ValidSet data(dc, ro, /*cache=*/false);
   MetricAccumulator acc;
-  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, ws, data, compute, &acc)) << "while evaluating";
+  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, ws, data, compute, &acc, c.data.negative_downsampling)) << "while evaluating";
   EvalReport report;
   report.gauc_requested = !dc.schema.group_key.empty();
   report.metrics = acc.Compute(compute, report.gauc_requested);
