@@ -1,0 +1,161 @@
+#include "rectrain/data/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace rectrain::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ProfileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("profile_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+  fs::path dir_;
+};
+
+SchemaConfig Csv(std::string label = "label") {
+  SchemaConfig s;
+  s.format = "csv";
+  s.delimiter = ',';
+  s.header = true;
+  s.label = std::move(label);
+  return s;
+}
+
+TEST_F(ProfileTest, CsvColumnsFilesAndLabel) {
+  const std::string a = Write("a.csv", "label,x,c\n1,2.5,u\n0,,v\n0,-1,u\n");
+  const std::string b = Write("b.csv", "label,x,c\n1,4,\"w,z\"\nbad row\n");
+  auto p = ProfileFiles({a, b}, Csv(), {}, 2);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->rows, 4);
+  ASSERT_EQ(p->files.size(), 2u);
+  EXPECT_EQ(p->files[0].rows, 3);
+  EXPECT_EQ(p->files[1].rows, 1);
+  EXPECT_EQ(p->files[1].bad_rows, 1);
+  ASSERT_EQ(p->columns.size(), 3u);
+  const ColumnProfile& x = p->columns[1];
+  EXPECT_EQ(x.name, "x");
+  EXPECT_EQ(x.rows, 4);
+  EXPECT_EQ(x.non_null, 3);
+  EXPECT_DOUBLE_EQ(x.NullRatio(), 0.25);
+  EXPECT_DOUBLE_EQ(x.min, -1);
+  EXPECT_DOUBLE_EQ(x.max, 4);
+  EXPECT_DOUBLE_EQ(x.Mean(), 5.5 / 3);
+  EXPECT_EQ(x.distinct, 3);
+  const ColumnProfile& c = p->columns[2];
+  EXPECT_EQ(c.numeric, 0);
+  EXPECT_EQ(c.distinct, 3);  // u, v, "w,z"
+  EXPECT_EQ(p->label, "label");
+  EXPECT_EQ(p->labeled_rows, 4);
+  EXPECT_EQ(p->positive_rows, 2);
+  EXPECT_DOUBLE_EQ(p->LabelRate(), 0.5);
+  // The same with one thread.
+  auto p1 = ProfileFiles({a, b}, Csv(), {}, 1);
+  ASSERT_TRUE(p1.ok());
+  EXPECT_EQ(FormatProfileJson(*p1), FormatProfileJson(*p));
+}
+
+TEST_F(ProfileTest, LabelTransformAndProgress) {
+  const std::string a = Write("r.tsv", "rating\tu\n9\ta\n7\tb\n8\tc\n3\td\n");
+  SchemaConfig s = Csv("rating");
+  s.format = "tsv";
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  auto p = ProfileFiles({a}, s, {{"rating", "binarize(8)"}}, 1,
+                        [&](int64_t d, int64_t t) { calls.emplace_back(d, t); });
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->LabelRate(), 0.5);
+  EXPECT_EQ(calls, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}}));
+}
+
+TEST_F(ProfileTest, DistinctIsApproximate) {
+  std::string text = "label,id\n";
+  for (int i = 0; i < 50000; ++i) text += "0," + std::to_string(i % 20000) + "\n";
+  auto p = ProfileFiles({Write("d.csv", text)}, Csv(), {}, 1);
+  ASSERT_TRUE(p.ok());
+  EXPECT_NEAR(p->columns[1].distinct, 20000, 20000 * 0.05);  // 2^12 registers: ~1.6% error
+  EXPECT_DOUBLE_EQ(p->LabelRate(), 0.0);
+}
+
+TEST_F(ProfileTest, CriteoAndErrors) {
+  SchemaConfig s;
+  s.format = "auto";
+  s.criteo_dense = 1;
+  s.criteo_sparse = 1;
+  auto p = ProfileFiles({Write("c.tsv", "1\t5\tab\n0\t\t\n")}, s, {}, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->columns.size(), 3u);
+  EXPECT_EQ(p->columns[1].name, "I1");
+  EXPECT_EQ(p->columns[2].name, "C1");
+  EXPECT_DOUBLE_EQ(p->columns[2].NullRatio(), 0.5);
+
+  auto missing = ProfileFiles({(dir_ / "nope.tsv").string()}, s, {}, 1);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "no such file: " + (dir_ / "nope.tsv").string());
+  auto differ = ProfileFiles({Write("h1.csv", "label,a\n1,2\n"), Write("h2.csv", "label,b\n1,2\n")},
+                             Csv(), {}, 1);
+  ASSERT_FALSE(differ.ok());
+  EXPECT_EQ(differ.status().message(),
+            (dir_ / "h2.csv").string() + ": its columns differ from those of " + (dir_ / "h1.csv").string());
+}
+
+TEST_F(ProfileTest, ParquetFixture) {
+  const std::string dir = RECTRAIN_PARQUET_FIXTURES;
+  SchemaConfig s;
+  s.format = "auto";
+  auto p = ProfileFiles({dir + "/duckdb_snappy_v1.parquet"}, s, {}, 1);
+  if (!p.ok() && p.status().code() == StatusCode::kNotFound) GTEST_SKIP() << p.status();
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GT(p->rows, 0);
+  EXPECT_FALSE(p->columns.empty());
+  for (const ColumnProfile& c : p->columns) EXPECT_EQ(c.rows, p->rows) << c.name;
+}
+
+TEST(CheckProfile, ReportsEveryViolation) {
+  DataProfile p;
+  p.rows = 800;
+  p.label = "label";
+  p.labeled_rows = 800;
+  p.positive_rows = 760;
+  p.files = {{"a.tsv", 800, 3}};
+  ColumnProfile l{.name = "label", .rows = 800, .non_null = 800};
+  ColumnProfile i1{.name = "I1", .rows = 800, .non_null = 304};
+  ColumnProfile c1{.name = "C1", .rows = 800, .non_null = 400};
+  p.columns = {l, i1, c1};
+  DataChecks checks;
+  checks.min_rows = 1000;
+  checks.max_bad_rows = 0;
+  checks.has_label_rate = true;
+  checks.label_rate_min = 0.01;
+  checks.label_rate_max = 0.9;
+  checks.max_null_ratio = {{"I1", 0.5}, {"*", 0.4}, {"zz", 0.1}};
+  EXPECT_EQ(CheckProfile(p, checks),
+            (std::vector<std::string>{
+                "rows: 800 is below checks.min_rows = 1000",
+                "a.tsv: 3 rows with a wrong field count exceed checks.max_bad_rows = 0",
+                "label rate: 0.9500 is outside checks.label_rate [0.01, 0.9]",
+                "I1: null ratio 0.6200 exceeds checks.max_null_ratio.I1 = 0.5",
+                "C1: null ratio 0.5000 exceeds checks.max_null_ratio.* = 0.4",
+                "checks.max_null_ratio.zz: no such column (columns: label, I1, C1)"}));
+  checks = DataChecks{};
+  checks.min_rows = 800;
+  checks.max_null_ratio = {{"I1", 0.62}};
+  EXPECT_TRUE(CheckProfile(p, checks).empty());
+}
+
+}  // namespace
+}  // namespace rectrain::data
