@@ -1,6 +1,7 @@
 #include "rectrain/config/train_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -195,6 +196,38 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   mon.host = b.String("monitoring.host", "127.0.0.1");
   mon.port = static_cast<int>(b.Int("monitoring.port", 0, Range::Closed(0, 65535)));
   if (mon.host.empty()) b.AddError("monitoring.host", "must not be empty (default 127.0.0.1)");
+
+  // checks.* (docs/data.md, "Data quality")
+  data::DataChecks& ck = c.checks;
+  ck.min_rows = b.Int("checks.min_rows", 0, Range::Closed(0, kMaxInt));
+  ck.max_bad_rows = b.Int("checks.max_bad_rows", -1, Range::Closed(-1, kMaxInt));
+  auto parse_ratio = [](const std::string& s) -> std::optional<double> {
+    double v = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || !(v >= 0 && v <= 1)) {
+      return std::nullopt;
+    }
+    return v;
+  };
+  for (const auto& [column, text] : b.StringMap("checks.max_null_ratio", {})) {
+    if (auto v = parse_ratio(text)) {
+      ck.max_null_ratio[column] = *v;
+    } else {
+      b.AddError("checks.max_null_ratio." + column, "expected a ratio in [0, 1], got \"" + text + "\"");
+    }
+  }
+  const std::vector<std::string> rate = b.StringList("checks.label_rate", {});
+  if (!rate.empty()) {
+    auto lo = rate.size() == 2 ? parse_ratio(rate[0]) : std::nullopt;
+    auto hi = rate.size() == 2 ? parse_ratio(rate[1]) : std::nullopt;
+    if (!lo || !hi || *lo > *hi) {
+      b.AddError("checks.label_rate", "expected [min, max] with 0 <= min <= max <= 1");
+    } else {
+      ck.has_label_rate = true;
+      ck.label_rate_min = *lo;
+      ck.label_rate_max = *hi;
+    }
+  }
 
   // Cross-key consistency.
   if (c.train_files.empty()) {

@@ -21,6 +21,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/config/binder.h"
+#include "rectrain/data/profile.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/nn/model_config.h"
@@ -85,6 +86,7 @@ struct TrainConfig {
   EvalSettings eval;
   TrackingSettings tracking;
   MonitoringSettings monitoring;
+  data::DataChecks checks;               // checks.*: thresholds of `rectrain data check`
 
   // The schedule of the sparse learning rate: optimizer.* warm-up and decay applied to
   // embedding.optimizer.lr (min_lr scaled by the same ratio).

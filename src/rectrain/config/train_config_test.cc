@@ -154,4 +154,29 @@ TEST(TrainConfig, DataPipelineErrors) {
   EXPECT_TRUE(Load("data: {train: [a.parquet, b.tsv]}\n").ok());
 }
 
+TEST(TrainConfig, Checks) {
+  auto c = Load(
+      "data: {train: a.tsv}\n"
+      "checks: {max_null_ratio: {I1: 0.5, \"*\": 0.9}, min_rows: 1000, label_rate: [0.01, 0.9]}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const data::DataChecks& k = c->config.checks;
+  EXPECT_EQ(k.min_rows, 1000);
+  EXPECT_EQ(k.max_bad_rows, -1);
+  EXPECT_EQ(k.max_null_ratio, (std::map<std::string, double>{{"*", 0.9}, {"I1", 0.5}}));
+  EXPECT_TRUE(k.has_label_rate);
+  EXPECT_DOUBLE_EQ(k.label_rate_min, 0.01);
+  EXPECT_DOUBLE_EQ(k.label_rate_max, 0.9);
+  auto again = Load(c->resolved_yaml);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->config.checks.max_null_ratio, k.max_null_ratio);
+  EXPECT_FALSE(Load("data: {train: a.tsv}\n")->config.checks.has_label_rate);
+
+  auto bad = Load("data: {train: a.tsv}\nchecks: {max_null_ratio: {I1: 2}, label_rate: [0.9, 0.1]}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "invalid configuration (2 errors):\n"
+            "  checks.max_null_ratio.I1: expected a ratio in [0, 1], got \"2\" (c.yaml:2:27)\n"
+            "  checks.label_rate: expected [min, max] with 0 <= min <= max <= 1 (c.yaml:2:35)");
+}
+
 }  // namespace rectrain::config
