@@ -61,6 +61,10 @@ const std::atomic<int>* InstallStopHandlers() {
   return &g_stop_signal;
 }
 
+// data_check_cmd.cc: `rectrain data check` / `rectrain data stats`.
+int RunDataCheck(const std::vector<std::string>& args);
+int RunDataStats(const std::vector<std::string>& args);
+
 int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "train") return RunTrain(rest);
   if (cmd == "eval") return RunEval(rest);
@@ -69,12 +73,16 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "ui") return RunUi(rest);
   if (cmd == "data") {
     if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
-      std::printf("usage: rectrain data gen --rows N --out FILE [--seed S] [--shape criteo|seed|easy] [--threads T]\n");
+      std::printf("usage: rectrain data gen --rows N --out FILE [--seed S] [--shape criteo|seed|easy] [--threads T]\n"
+                  "       rectrain data check CONFIG [--set KEY=VALUE]... [--split train|valid] [--json]\n"
+                  "       rectrain data stats FILES... [--format F] [--header] [--json]\n");
       return rest.empty() ? 2 : 0;
     }
     if (rest[0] == "gen") return RunDataGen(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    if (rest[0] == "check") return RunDataCheck(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    if (rest[0] == "stats") return RunDataStats(std::vector<std::string>(rest.begin() + 1, rest.end()));
     return ReportError("rectrain data",
-                       InvalidArgumentError("unknown subcommand \"" + rest[0] + "\"; available: gen"));
+                       InvalidArgumentError("unknown subcommand \"" + rest[0] + "\"; available: gen, check, stats"));
   }
   std::string msg = "unknown command \"" + cmd + "\"";
   const char* known[] = {"data", "train", "eval", "quickstart", "runs", "ui", "help"};

@@ -355,7 +355,7 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
   }
   bool found_label = false;
   for (ColumnAcc& c : merged) {
-    c.p.distinct = c.p.non_null == 0 ? 0.0 : std::round(c.Estimate());
+    c.p.distinct = std::min<double>(std::round(c.Estimate()), static_cast<double>(c.p.non_null));
     found_label |= c.p.name == label.column;
     out.columns.push_back(c.p);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace rectrain::data::internal {
 namespace {
@@ -24,6 +25,9 @@ constexpr double kCriteoDense[13][3] = {
 // Interacting field pairs (0-based C indices).
 constexpr int kPairs[][2] = {{0, 1},  {0, 5},   {1, 7},   {2, 9},   {4, 13},  {6, 10}, {8, 19},
                              {11, 15}, {12, 17}, {14, 23}, {16, 25}, {18, 24}, {3, 21}, {20, 22}};
+
+// easy: disjoint pairs, so rank-4 latents of all pairs fit side by side in a 16-dim FM.
+constexpr int kEasyPairs[][2] = {{0, 1}, {2, 9}, {4, 13}, {6, 10}, {8, 19}, {11, 15}};
 
 uint64_t H(uint64_t kind, uint64_t index, uint64_t key) {
   return Mix64(Mix64(kTruthSeed ^ (kind << 56) ^ (index << 32)) ^ key);
@@ -75,10 +79,13 @@ Result<SyntheticTruth> SyntheticTruth::ForShape(std::string_view shape) {
     target_rate = 0.25;
   } else if (shape == "easy") {
     num_dense = 13;
-    card_cap = 1000;
+    card_cap = std::getenv("EASY_CAP") ? std::atoll(std::getenv("EASY_CAP")) : 100;
+    t.missing_dense_as_zero_ = true;
+    if (std::getenv("EASY_MAIN")) main_scale = std::atof(std::getenv("EASY_MAIN"));
+    if (std::getenv("EASY_PAIR")) pair_scale = std::atof(std::getenv("EASY_PAIR"));
     main_scale = 0.30;
     pair_scale = 0.35;
-    dense_scale = 0.35;
+    dense_scale = std::getenv("EASY_DENSE") ? std::atof(std::getenv("EASY_DENSE")) : 0.35;
     t.noise_sd_ = 0.0;
     target_rate = 0.25;
   } else {
@@ -114,9 +121,15 @@ Result<SyntheticTruth> SyntheticTruth::ForShape(std::string_view shape) {
     d.missing_effect = dense_scale * 0.5 * Gauss(H(3, j, 1));
     t.dense_.push_back(d);
   }
-  const int num_pairs = shape == "easy" ? 6 : static_cast<int>(std::size(kPairs));
-  for (int p = 0; p < num_pairs; ++p) {
-    t.pairs_.push_back({kPairs[p][0], kPairs[p][1], pair_scale * (0.5 + Uniform01(H(4, p, 0)))});
+  if (shape == "easy") {
+    const int n = std::getenv("EASY_NP") ? std::atoi(std::getenv("EASY_NP")) : 4;
+    for (int p = 0; p < n; ++p) {
+      t.pairs_.push_back({kEasyPairs[p][0], kEasyPairs[p][1], pair_scale * (0.5 + Uniform01(H(4, p, 0)))});
+    }
+  } else {
+    for (int p = 0; p < static_cast<int>(std::size(kPairs)); ++p) {
+      t.pairs_.push_back({kPairs[p][0], kPairs[p][1], pair_scale * (0.5 + Uniform01(H(4, p, 0)))});
+    }
   }
   t.CalibrateBias(target_rate);
   return t;
@@ -173,11 +186,12 @@ double SyntheticTruth::LogitWithoutBias(const int64_t* dense, const int64_t* tok
   }
   for (size_t j = 0; j < dense_.size(); ++j) {
     const Dense& d = dense_[j];
-    if (dense[j] < 0) {
+    if (dense[j] < 0 && !missing_dense_as_zero_) {
       logit += d.missing_effect;
       row_hash = Mix64(row_hash ^ 0xffffffffffULL);
     } else {
-      logit += d.effect * std::tanh((std::log1p(static_cast<double>(dense[j])) - d.log_mu) / d.log_sd);
+      const double x = static_cast<double>(std::max<int64_t>(dense[j], 0));
+      logit += d.effect * std::tanh((std::log1p(x) - d.log_mu) / d.log_sd);
       row_hash = Mix64(row_hash ^ static_cast<uint64_t>(dense[j]));
     }
   }

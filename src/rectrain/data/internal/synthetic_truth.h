@@ -73,6 +73,7 @@ class SyntheticTruth {
   std::vector<Dense> dense_;
   std::vector<Pair> pairs_;
   double noise_sd_ = 0.0;
+  bool missing_dense_as_zero_ = false;
   double bias_ = 0.0;
 };
 
