@@ -9,8 +9,8 @@
 // A field is null when it is empty (text) or null (Parquet). min/max/mean are over the non-null
 // values that parse as finite numbers (`numeric`); distinct is a HyperLogLog estimate (2^12
 // registers, about 1.6% standard error; capped at non_null) over the non-null values' text.
-// The label rate is the share of rows whose label, after the label's transform in `transforms` (e.g. binarize(8)),
-// is 1, among rows with a numeric label. A text row with the wrong number of fields is counted
+// The label rate is the share of rows whose label, after the label's transform in
+// `transforms` (e.g. binarize(8)), is 1, among rows with a numeric label. A text row with the wrong number of fields is counted
 // in FileProfile::bad_rows and not profiled.
 //
 // Files are profiled in parallel (num_threads workers, one file at a time each); results do not
