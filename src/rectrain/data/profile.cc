@@ -405,7 +405,8 @@ std::vector<std::string> CheckProfile(const DataProfile& p, const DataChecks& ch
       null_line(c, "*", star->second);
     }
   }
-  for (const auto& [name, limit] : checks.max_null_ratio) {
+  for (const auto& entry : checks.max_null_ratio) {
+    const std::string& name = entry.first;  // not a structured binding: captured below (clang 14)
     if (name == "*") continue;
     const bool known = std::any_of(p.columns.begin(), p.columns.end(),
                                    [&](const ColumnProfile& c) { return c.name == name; });
@@ -477,7 +478,8 @@ std::string FormatProfileJson(const DataProfile& p, const std::vector<std::strin
     j["columns"].push_back(std::move(o));
   }
   if (violations != nullptr) j["violations"] = *violations;
-  return j.dump(2) + "\n";
+  // Column names and paths come from the data: invalid UTF-8 is replaced (U+FFFD), not thrown.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rectrain::data

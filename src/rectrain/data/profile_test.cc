@@ -125,6 +125,14 @@ TEST_F(ProfileTest, ParquetFixture) {
   for (const ColumnProfile& c : p->columns) EXPECT_EQ(c.rows, p->rows) << c.name;
 }
 
+// Found by fuzz/text_reader_fuzzer: a header with invalid UTF-8 made the JSON dump throw.
+TEST_F(ProfileTest, JsonWithInvalidUtf8ColumnName) {
+  auto p = ProfileFiles({Write("u.csv", "label,\xf5\xcf\n1,2\n")}, Csv(), {}, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string json = FormatProfileJson(*p);
+  EXPECT_NE(json.find("\"name\": \"\xef\xbf\xbd\xef\xbf\xbd\""), std::string::npos) << json;
+}
+
 TEST(CheckProfile, ReportsEveryViolation) {
   DataProfile p;
   p.rows = 800;
