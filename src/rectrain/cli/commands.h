@@ -15,6 +15,9 @@ int RunEval(const std::vector<std::string>& args);
 int RunQuickstart(const std::vector<std::string>& args);
 int RunRuns(const std::vector<std::string>& args);
 int RunUi(const std::vector<std::string>& args);
+// data_check_cmd.cc: `rectrain data check CONFIG` / `rectrain data stats FILES...`.
+int RunDataCheck(const std::vector<std::string>& args);
+int RunDataStats(const std::vector<std::string>& args);
 
 // Installs SIGINT/SIGTERM handlers that request a clean stop (a second signal exits at once);
 // returns the flag the trainer polls (the signal number once one arrived).

@@ -61,10 +61,6 @@ const std::atomic<int>* InstallStopHandlers() {
   return &g_stop_signal;
 }
 
-// data_check_cmd.cc: `rectrain data check` / `rectrain data stats`.
-int RunDataCheck(const std::vector<std::string>& args);
-int RunDataStats(const std::vector<std::string>& args);
-
 int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "train") return RunTrain(rest);
   if (cmd == "eval") return RunEval(rest);
