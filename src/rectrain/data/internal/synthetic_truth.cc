@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace rectrain::data::internal {
 namespace {
@@ -25,9 +24,6 @@ constexpr double kCriteoDense[13][3] = {
 // Interacting field pairs (0-based C indices).
 constexpr int kPairs[][2] = {{0, 1},  {0, 5},   {1, 7},   {2, 9},   {4, 13},  {6, 10}, {8, 19},
                              {11, 15}, {12, 17}, {14, 23}, {16, 25}, {18, 24}, {3, 21}, {20, 22}};
-
-// easy: disjoint pairs, so rank-4 latents of all pairs fit side by side in a 16-dim FM.
-constexpr int kEasyPairs[][2] = {{0, 1}, {2, 9}, {4, 13}, {6, 10}, {8, 19}, {11, 15}};
 
 uint64_t H(uint64_t kind, uint64_t index, uint64_t key) {
   return Mix64(Mix64(kTruthSeed ^ (kind << 56) ^ (index << 32)) ^ key);
@@ -79,13 +75,15 @@ Result<SyntheticTruth> SyntheticTruth::ForShape(std::string_view shape) {
     target_rate = 0.25;
   } else if (shape == "easy") {
     num_dense = 13;
-    card_cap = std::getenv("EASY_CAP") ? std::atoll(std::getenv("EASY_CAP")) : 100;
+    // 100 ids per field at most: 500k rows give every id thousands of rows (with 1000, a 16-dim
+    // DeepFM memorised its training rows: train-file AUC 0.878 > oracle 0.870, valid 0.783).
+    card_cap = 100;
+    // A missing dense value has the effect of a 0, as the reader's default fill makes it look
+    // to a model (a separate missing effect cost 0.014 AUC that no model could reach).
     t.missing_dense_as_zero_ = true;
-    if (std::getenv("EASY_MAIN")) main_scale = std::atof(std::getenv("EASY_MAIN"));
-    if (std::getenv("EASY_PAIR")) pair_scale = std::atof(std::getenv("EASY_PAIR"));
     main_scale = 0.30;
     pair_scale = 0.35;
-    dense_scale = std::getenv("EASY_DENSE") ? std::atof(std::getenv("EASY_DENSE")) : 0.35;
+    dense_scale = 0.35;
     t.noise_sd_ = 0.0;
     target_rate = 0.25;
   } else {
@@ -121,15 +119,9 @@ Result<SyntheticTruth> SyntheticTruth::ForShape(std::string_view shape) {
     d.missing_effect = dense_scale * 0.5 * Gauss(H(3, j, 1));
     t.dense_.push_back(d);
   }
-  if (shape == "easy") {
-    const int n = std::getenv("EASY_NP") ? std::atoi(std::getenv("EASY_NP")) : 4;
-    for (int p = 0; p < n; ++p) {
-      t.pairs_.push_back({kEasyPairs[p][0], kEasyPairs[p][1], pair_scale * (0.5 + Uniform01(H(4, p, 0)))});
-    }
-  } else {
-    for (int p = 0; p < static_cast<int>(std::size(kPairs)); ++p) {
-      t.pairs_.push_back({kPairs[p][0], kPairs[p][1], pair_scale * (0.5 + Uniform01(H(4, p, 0)))});
-    }
+  const int num_pairs = shape == "easy" ? 6 : static_cast<int>(std::size(kPairs));
+  for (int p = 0; p < num_pairs; ++p) {
+    t.pairs_.push_back({kPairs[p][0], kPairs[p][1], pair_scale * (0.5 + Uniform01(H(4, p, 0)))});
   }
   t.CalibrateBias(target_rate);
   return t;

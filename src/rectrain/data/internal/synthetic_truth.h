@@ -5,7 +5,8 @@
 // logit(row) = bias
 //            + Σ_f  main_f(token_f)                         per-id effects, hash-derived
 //            + Σ_(f,g)∈pairs  λ_fg · <v_f(token_f), v_g(token_g)> / √K   low-rank interactions
-//            + Σ_j  a_j · tanh((log1p(x_j) − μ_j) / σ_j)     dense effects (missing: own effect)
+//            + Σ_j  a_j · tanh((log1p(x_j) − μ_j) / σ_j)     dense effects (missing: own effect;
+//                                                             easy: missing acts as x_j = 0)
 //            + noise_sd · z(hash of the whole row)           row-level term no model can learn
 // Every effect is f(Mix64(...)) of (field, token): no tables, so 20M-id shapes cost nothing.
 // P(click | row) = sigmoid(logit); it is exactly what FILE.prob holds (the Bayes-optimal score).
@@ -73,7 +74,7 @@ class SyntheticTruth {
   std::vector<Dense> dense_;
   std::vector<Pair> pairs_;
   double noise_sd_ = 0.0;
-  bool missing_dense_as_zero_ = false;
+  bool missing_dense_as_zero_ = false;  // easy: a missing dense value acts as 0 (reader fill)
   double bias_ = 0.0;
 };
 
