@@ -21,8 +21,10 @@ Dense::Dense(std::string name, int64_t in, int64_t out, Activation act, WeightIn
   const uint64_t s = ParamSeed(seed, name_ + ".weight");
   if (init == WeightInit::kHe) {
     InitNormal(weight_.span(), std::sqrt(2.0 / static_cast<double>(in)), s);
-  } else {
+  } else if (init == WeightInit::kXavier) {
     InitUniform(weight_.span(), std::sqrt(6.0 / static_cast<double>(in + out)), s);
+  } else {
+    weight_.ResizeZeroed(in, out);
   }
 }
 

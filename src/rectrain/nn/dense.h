@@ -20,7 +20,8 @@
 namespace rectrain::nn {
 
 enum class Activation : uint8_t { kNone, kRelu };
-enum class WeightInit : uint8_t { kHe, kXavier };
+// kZeros: all weights 0 (a linear model's first-order term: it must start neutral).
+enum class WeightInit : uint8_t { kHe, kXavier, kZeros };
 
 class Dense final : public Layer {
  public:
