@@ -36,7 +36,7 @@ TEST(EndToEnd, DeepFmOnEasyDataReachesTheOracleAuc) {
   ASSERT_TRUE(s->has_valid);
   ASSERT_TRUE(s->has_oracle);
   EXPECT_EQ(s->valid.rows, 50000);
-  EXPECT_GT(s->oracle.auc, 0.85);
+  EXPECT_GT(s->oracle.auc, 0.84);
   EXPECT_GT(s->valid.auc, s->oracle.auc - 0.01)
       << "valid AUC " << s->valid.auc << " vs oracle " << s->oracle.auc << " (run dir " << o.run_dir << ")";
   std::filesystem::remove_all(dir);

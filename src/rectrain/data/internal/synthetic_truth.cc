@@ -82,7 +82,7 @@ Result<SyntheticTruth> SyntheticTruth::ForShape(std::string_view shape) {
     // to a model (a separate missing effect cost 0.014 AUC that no model could reach).
     t.missing_dense_as_zero_ = true;
     main_scale = 0.30;
-    pair_scale = 0.35;
+    pair_scale = 0.06;
     dense_scale = 0.35;
     t.noise_sd_ = 0.0;
     target_rate = 0.25;
