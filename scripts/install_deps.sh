@@ -11,13 +11,19 @@ PKGS=(build-essential cmake ninja-build pkg-config git
 if [[ "${1:-}" == "--peer" ]]; then
   PKGS+=(python3-torch python3-pandas python3-sklearn python3-numpy)
 fi
+SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The web UI is built with npm (Vite 7 needs Node.js >= 20; the machine image ships Node 20).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install_deps: npm not found; installing Debian's nodejs/npm (Node 18 is too old for the UI" \
+       "build: install Node.js 20 or configure with -DRECTRAIN_BUILD_UI=OFF)" >&2
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
