@@ -9,7 +9,9 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libsqlite3-dev libcpp-httplib-dev prometheus chromium
       python3)
 if [[ "${1:-}" == "--peer" ]]; then
-  PKGS+=(python3-torch python3-pandas python3-sklearn python3-numpy)
+  # libopenblas0-pthread: without it libblas.so.3 is the unoptimised reference BLAS and the
+  # PyTorch peer runs its GEMMs ~10x slower than the environment it is documented for.
+  PKGS+=(python3-torch python3-pandas python3-sklearn python3-numpy libopenblas0-pthread)
 fi
 SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
 missing=()
