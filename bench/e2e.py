@@ -16,6 +16,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -102,6 +103,7 @@ def main():
     results = []
     for rep in range(args.repeats):
         run_dir = os.path.join(args.data_dir, "runs", f"{args.spec}_{rep}")
+        shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time, never a resume
         r = run_ours(args.binary, args.spec, train, valid, run_dir, args.threads, args.set)
         log(f"[{rep}] rectrain: {r['samples_per_sec']:.0f} samples/s  AUC {r['auc']:.4f}  "
             f"logloss {r['logloss']:.4f}  peak RSS {r['peak_rss_mib']:.0f} MiB  breakdown {r['breakdown']}")
