@@ -234,7 +234,7 @@ TEST_F(TrackingCliTest, SigtermMarksTheRunStoppedAndMetricsAreScrapedWhileTraini
   for (const std::string name :
        {"rectrain_train_steps_total", "rectrain_train_loss", "rectrain_train_samples_per_second",
         "rectrain_train_step", "rectrain_data_rows_read_total", "rectrain_data_rows_rejected_total",
-        "rectrain_data_wait_seconds_total"}) {
+        "rectrain_data_wait_seconds_total", "rectrain_data_queue_depth"}) {
     EXPECT_NE(text.find(name + run_label + " "), std::string::npos) << name << "\n" << text;
   }
   EXPECT_NE(text.find("# TYPE rectrain_train_samples_total counter\n"), std::string::npos);

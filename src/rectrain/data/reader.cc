@@ -359,8 +359,14 @@ class TextBatchReader final : public BatchReader {
   }
 
   ReaderStats Stats() const override {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    return stats_;
+    ReaderStats stats;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats = stats_;
+    }
+    std::lock_guard<std::mutex> lock(q_mu_);
+    stats.queue_depth = static_cast<int64_t>(queue_.size());
+    return stats;
   }
   const std::vector<std::string>& dense_names() const override { return plan_.dense_names; }
   const std::vector<std::string>& sparse_names() const override { return plan_.sparse_names; }
@@ -785,7 +791,7 @@ class TextBatchReader final : public BatchReader {
   std::vector<std::unique_ptr<ParsedChunk>> free_chunks_;   // guarded by mu_
 
   // Prefetch queue.
-  std::mutex q_mu_;
+  mutable std::mutex q_mu_;
   std::condition_variable q_cv_;
   std::deque<Item> queue_;  // guarded by q_mu_
   bool q_stop_ = false;     // guarded by q_mu_

@@ -104,6 +104,7 @@ struct ReaderStats {
   int64_t rows_skipped = 0;        // added: rows dropped by ReadOptions::skip_rows
   int64_t rows_filtered = 0;       // added: rows dropped by DataConfig::filters
   int64_t rows_downsampled = 0;    // added: negatives dropped by negative_downsampling
+  int64_t queue_depth = 0;         // batches ready in the prefetch queue when Stats() was called
 };
 
 class BatchReader {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -171,6 +172,35 @@ TEST(ReaderTest, CsvWithDeclaredColumnsAndTsv) {
   rows = ReadAll(c, ReadOptions());
   ASSERT_TRUE(rows.ok()) << rows.status();
   EXPECT_EQ(rows->ids[0], (std::vector<uint64_t>{FeatureId(0, "k", 0)}));
+}
+
+TEST(ReaderTest, StatsReportPrefetchQueueDepth) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 64; ++i) text += std::to_string(i % 2) + "\t1\t2\ta\tb\n";
+  DataConfig c = SmallCriteo({dir.Write("q.tsv", text)});
+  ReadOptions o;
+  o.batch_size = 4;         // 16 batches in the file
+  o.prefetch_batches = 3;   // the queue holds at most 3
+  auto reader = OpenBatchReader(c, o);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  // The workers fill the queue up to its bound while nobody consumes.
+  int64_t depth = 0;
+  for (int i = 0; i < 200 && depth < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    depth = (*reader)->Stats().queue_depth;
+  }
+  EXPECT_EQ(depth, 3);
+  int64_t batches = 0;
+  while (true) {
+    auto b = (*reader)->Next();
+    ASSERT_TRUE(b.ok()) << b.status();
+    if (!b->has_value()) break;
+    ++batches;
+    EXPECT_LE((*reader)->Stats().queue_depth, 3);
+  }
+  EXPECT_EQ(batches, 16);
+  EXPECT_EQ((*reader)->Stats().queue_depth, 0);
 }
 
 TEST(ReaderTest, SchemaErrors) {

@@ -37,6 +37,7 @@ struct ProgressInfo {
   double samples_per_sec = 0;        // rows/s of the training loop since the previous one
   double learning_rate = 0;          // the dense optimizer's scheduled lr of the last step
   double data_wait_seconds = 0;      // this session's time blocked on the reader, cumulative
+  int64_t queue_depth = 0;           // batches ready in the reader's prefetch queue now
   double train_seconds = 0;          // this session's training-loop time, cumulative
   std::vector<TableSummary> tables;  // embedding table counters
   bool log_line = false;             // true at train.log_every_steps (a log line was written)

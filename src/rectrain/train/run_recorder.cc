@@ -232,6 +232,9 @@ Status RunRecorder::RegisterSeries(const track::RunInfo& info) {
                                                             "Training rows rejected as malformed.", run));
   RECTRAIN_ASSIGN_OR_RETURN(s.data_wait, reg.GetCounter("rectrain_data_wait_seconds_total",
                                                         "Time the training loop waited for batches.", run));
+  RECTRAIN_ASSIGN_OR_RETURN(s.queue_depth,
+                            reg.GetGauge("rectrain_data_queue_depth",
+                                         "Batches ready in the reader's prefetch queue.", run));
   http::Labels info_labels = run;
   info_labels.emplace_back("name", info.name);
   info_labels.emplace_back("run_dir", Absolute(options_.run_dir));
@@ -280,6 +283,7 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
     s.rows_read->SetTotal(static_cast<double>(p.rows_read));
     s.rows_rejected->SetTotal(static_cast<double>(p.rows_rejected));
     s.data_wait->SetTotal(p.data_wait_seconds);
+    s.queue_depth->Set(static_cast<double>(p.queue_depth));
     for (const TableSummary& t : p.tables) {
       auto it = tables_.find(t.name);
       if (it == tables_.end()) {

@@ -114,6 +114,7 @@ class RunRecorder : public TrainObserver {
     http::Counter* rows_read = nullptr;
     http::Counter* rows_rejected = nullptr;
     http::Counter* data_wait = nullptr;
+    http::Gauge* queue_depth = nullptr;
   } series_;
   struct TableSeries {
     http::Gauge* rows = nullptr;

@@ -544,6 +544,7 @@ void TrainLoop::Report(bool log_line) {
   p.samples_per_sec = window_s > 0 ? static_cast<double>(session_rows_ - rows_at_report_) / window_s : 0;
   p.learning_rate = last_lr_;
   p.data_wait_seconds = summary_.breakdown.data_wait;
+  p.queue_depth = reader_ ? reader_->Stats().queue_depth : 0;
   p.train_seconds = session_seconds_;
   p.tables = SummarizeTables(bundle_);
   p.log_line = log_line;
