@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rectrain/http/internal/api.h"
+#include "rectrain/track/run_json.h"
 
 namespace rectrain::http::internal {
 namespace {
@@ -23,26 +24,7 @@ void SendJson(httplib::Response& res, const json& j) {
   res.set_content(Dump(j), "application/json");
 }
 
-json Nullable(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-json SummaryJson(const track::RunSummary& r) {
-  json finals = json::object();
-  for (const auto& [k, v] : r.final_metrics) finals[k] = v;  // NaN dumps as null
-  return {{"id", r.id},
-          {"name", r.name},
-          {"status", std::string(track::RunStatusName(r.status))},
-          {"status_message", r.status_message},
-          {"start_time", r.start_time},
-          {"end_time", Nullable(r.end_time)},
-          {"heartbeat_time", r.heartbeat_time},
-          {"host", r.host},
-          {"pid", r.pid},
-          {"group_id", r.group_id},
-          {"parent_id", r.parent_id ? json(*r.parent_id) : json(nullptr)},
-          {"git_commit", r.git_commit},
-          {"tags", r.tags},
-          {"final_metrics", finals}};
-}
 
 Result<int64_t> IntParam(const httplib::Request& req, const std::string& key, int64_t dflt) {
   if (!req.has_param(key)) return dflt;
@@ -201,7 +183,7 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
     RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
     RECTRAIN_ASSIGN_OR_RETURN(track::RunList list, s.ListRuns(f));
     json runs = json::array();
-    for (const auto& r : list.runs) runs.push_back(SummaryJson(r));
+    for (const auto& r : list.runs) runs.push_back(track::RunSummaryJson(r));
     if (req.has_param("include_params")) {
       // "all" or a comma-separated key list: adds "params":{k:v} to every run.
       std::vector<std::string> keys;
@@ -229,29 +211,7 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
   server.Get(R"(/api/runs/(\d+))", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
     RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
     RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
-    json j = SummaryJson(d.summary);
-    j["config_yaml"] = d.config_yaml;
-    json params = json::object();
-    for (const auto& [k, v] : d.params) params[k] = v;
-    j["params"] = params;
-    json files = json::array();
-    for (const auto& f : d.data_files) {
-      files.push_back({{"path", f.path}, {"size_bytes", f.size_bytes},
-                       {"fingerprint", f.fingerprint}});
-    }
-    j["data_files"] = files;
-    json artifacts = json::array();
-    for (const auto& a : d.artifacts) {
-      artifacts.push_back({{"kind", a.kind}, {"path", a.path}, {"created_time", a.created_time}});
-    }
-    j["artifacts"] = artifacts;
-    json keys = json::array();
-    for (const auto& k : d.metric_keys) {
-      keys.push_back({{"key", k.key}, {"count", k.count}, {"first_step", k.first_step},
-                      {"last_step", k.last_step}, {"last_value", k.last_value}});
-    }
-    j["metric_keys"] = keys;
-    SendJson(res, j);
+    SendJson(res, track::RunDetailJson(d));
     return OkStatus();
   }));
 
@@ -322,21 +282,7 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
       pos = comma + 1;
     }
     RECTRAIN_ASSIGN_OR_RETURN(track::RunComparison cmp, s.CompareRuns(ids));
-    json runs = json::array();
-    for (const auto& r : cmp.runs) runs.push_back(SummaryJson(r));
-    json params = json::array();
-    for (const auto& row : cmp.differing_params) {
-      json values = json::array();
-      for (const auto& v : row.values) values.push_back(v ? json(*v) : json(nullptr));
-      params.push_back({{"key", row.key}, {"values", values}});
-    }
-    json metrics = json::array();
-    for (const auto& row : cmp.final_metrics) {
-      json values = json::array();
-      for (const auto& v : row.values) values.push_back(Nullable(v));
-      metrics.push_back({{"key", row.key}, {"values", values}});
-    }
-    SendJson(res, {{"runs", runs}, {"differing_params", params}, {"final_metrics", metrics}});
+    SendJson(res, track::RunComparisonJson(cmp));
     return OkStatus();
   }));
 

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "rectrain/track/run_json.h"
+
 namespace rectrain::track {
 namespace {
 
@@ -19,27 +21,6 @@ std::string Dump(const json& j) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-json Nullable(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
-// The same shape as the REST API's Run object (http/api.cc).
-json SummaryJson(const RunSummary& r) {
-  json finals = json::object();
-  for (const auto& [k, v] : r.final_metrics) finals[k] = v;
-  return {{"id", r.id},
-          {"name", r.name},
-          {"status", std::string(RunStatusName(r.status))},
-          {"status_message", r.status_message},
-          {"start_time", r.start_time},
-          {"end_time", Nullable(r.end_time)},
-          {"heartbeat_time", r.heartbeat_time},
-          {"host", r.host},
-          {"pid", r.pid},
-          {"group_id", r.group_id},
-          {"parent_id", r.parent_id ? json(*r.parent_id) : json(nullptr)},
-          {"git_commit", r.git_commit},
-          {"tags", r.tags},
-          {"final_metrics", finals}};
-}
 
 std::string FormatTime(double unix_s) {
   std::time_t t = static_cast<std::time_t>(unix_s);
@@ -116,7 +97,7 @@ std::string Duration(const RunSummary& r) {
 Result<std::string> FormatRunList(const RunList& list, bool as_json) {
   if (as_json) {
     json runs = json::array();
-    for (const auto& r : list.runs) runs.push_back(SummaryJson(r));
+    for (const auto& r : list.runs) runs.push_back(RunSummaryJson(r));
     return Dump({{"total", list.total}, {"runs", runs}});
   }
   std::set<std::string> keys;
@@ -157,29 +138,7 @@ Result<std::string> FormatRunList(const RunList& list, bool as_json) {
 
 Result<std::string> FormatRunDetail(const RunDetail& d, bool as_json) {
   if (as_json) {
-    json j = SummaryJson(d.summary);
-    j["config_yaml"] = d.config_yaml;
-    json params = json::object();
-    for (const auto& [k, v] : d.params) params[k] = v;
-    j["params"] = params;
-    json files = json::array();
-    for (const auto& f : d.data_files) {
-      files.push_back(
-          {{"path", f.path}, {"size_bytes", f.size_bytes}, {"fingerprint", f.fingerprint}});
-    }
-    j["data_files"] = files;
-    json artifacts = json::array();
-    for (const auto& a : d.artifacts) {
-      artifacts.push_back({{"kind", a.kind}, {"path", a.path}, {"created_time", a.created_time}});
-    }
-    j["artifacts"] = artifacts;
-    json keys = json::array();
-    for (const auto& k : d.metric_keys) {
-      keys.push_back({{"key", k.key}, {"count", k.count}, {"first_step", k.first_step},
-                      {"last_step", k.last_step}, {"last_value", k.last_value}});
-    }
-    j["metric_keys"] = keys;
-    return Dump(j);
+    return Dump(RunDetailJson(d));
   }
   const RunSummary& r = d.summary;
   std::vector<std::vector<std::string>> head = {
@@ -236,21 +195,7 @@ Result<std::string> FormatRunDetail(const RunDetail& d, bool as_json) {
 
 Result<std::string> FormatComparison(const RunComparison& cmp, bool as_json) {
   if (as_json) {
-    json runs = json::array();
-    for (const auto& r : cmp.runs) runs.push_back(SummaryJson(r));
-    json params = json::array();
-    for (const auto& row : cmp.differing_params) {
-      json values = json::array();
-      for (const auto& v : row.values) values.push_back(v ? json(*v) : json(nullptr));
-      params.push_back({{"key", row.key}, {"values", values}});
-    }
-    json metrics = json::array();
-    for (const auto& row : cmp.final_metrics) {
-      json values = json::array();
-      for (const auto& v : row.values) values.push_back(Nullable(v));
-      metrics.push_back({{"key", row.key}, {"values", values}});
-    }
-    return Dump({{"runs", runs}, {"differing_params", params}, {"final_metrics", metrics}});
+    return Dump(RunComparisonJson(cmp));
   }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"RUN"}, name = {"name"}, status = {"status"},
