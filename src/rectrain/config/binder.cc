@@ -371,6 +371,25 @@ struct ConfigBinder::Impl {
     errors.push_back(std::move(line));
   }
 
+  // Marks `path` known and reads it as a number within `range`. Returns the value, or nullopt
+  // when the key is absent/null (the caller keeps its default) or invalid (error recorded).
+  std::optional<double> ReadNumber(std::string_view path, Range range) {
+    MarkKnown(path);
+    const Node* node = Find(path);
+    if (node == nullptr || node->kind == Node::Kind::kNull) return std::nullopt;
+    std::optional<double> v;
+    if (node->kind == Node::Kind::kScalar) v = ParseDouble(node->scalar);
+    if (!v) {
+      Error(path, "expected a number, got " + Describe(*node), node);
+      return std::nullopt;
+    }
+    if (!range.Contains(*v)) {
+      Error(path, node->scalar + " is out of range " + range.ToString(), node);
+      return std::nullopt;
+    }
+    return v;
+  }
+
   std::string Suggest(const std::string& unknown) const {
     std::string best;
     int best_score = 1 << 30;
@@ -518,39 +537,14 @@ int64_t ConfigBinder::Int(std::string_view path, int64_t def, Range range) {
 }
 
 double ConfigBinder::Double(std::string_view path, double def, Range range) {
-  impl_->MarkKnown(path);
-  double result = def;
-  const Node* node = impl_->Find(path);
-  if (node != nullptr && node->kind != Node::Kind::kNull) {
-    std::optional<double> v;
-    if (node->kind == Node::Kind::kScalar) v = ParseDouble(node->scalar);
-    if (!v) {
-      impl_->Error(path, "expected a number, got " + Describe(*node), node);
-    } else if (!range.Contains(*v)) {
-      impl_->Error(path, node->scalar + " is out of range " + range.ToString(), node);
-    } else {
-      result = *v;
-    }
-  }
+  const double result = impl_->ReadNumber(path, range).value_or(def);
   impl_->SetResolved(path, Scalar(FormatDouble(result)));
   return result;
 }
 
 float ConfigBinder::Float(std::string_view path, float def, Range range) {
-  impl_->MarkKnown(path);
-  float result = def;
-  const Node* node = impl_->Find(path);
-  if (node != nullptr && node->kind != Node::Kind::kNull) {
-    std::optional<double> v;
-    if (node->kind == Node::Kind::kScalar) v = ParseDouble(node->scalar);
-    if (!v) {
-      impl_->Error(path, "expected a number, got " + Describe(*node), node);
-    } else if (!range.Contains(*v)) {
-      impl_->Error(path, node->scalar + " is out of range " + range.ToString(), node);
-    } else {
-      result = static_cast<float>(*v);
-    }
-  }
+  const std::optional<double> v = impl_->ReadNumber(path, range);
+  const float result = v ? static_cast<float>(*v) : def;
   impl_->SetResolved(path, Scalar(FormatFloat(result)));
   return result;
 }
