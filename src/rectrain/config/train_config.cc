@@ -61,7 +61,27 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.data.max_bad_rows = b.Int("data.max_bad_rows", 0, Range::Closed(0, kMaxInt));
   c.data.rejects_file = b.String("data.rejects_file", "");
   c.read.batch_size = b.Int("data.batch_size", 4096, Range::Closed(1, 1 << 24));
-  c.read.shuffle = b.Bool("data.shuffle", true);
+  // data.shuffle: off | buffer | global; true/false (older configs) mean buffer/off.
+  const std::string shuffle =
+      b.String("data.shuffle", "buffer", {"buffer", "global", "off", "true", "false"});
+  c.epoch.shuffle = shuffle == "global"                     ? data::ShuffleMode::kGlobal
+                    : (shuffle == "off" || shuffle == "false") ? data::ShuffleMode::kOff
+                                                               : data::ShuffleMode::kBuffer;
+  c.read.shuffle = c.epoch.shuffle == data::ShuffleMode::kBuffer;
+  c.epoch.shuffle_key = b.String("data.shuffle_key", "");
+  const std::string memory_cache = b.String("data.memory_cache", "auto", {"auto", "on", "off"});
+  c.epoch.memory_cache = memory_cache == "on"    ? data::MemoryCacheMode::kOn
+                         : memory_cache == "off" ? data::MemoryCacheMode::kOff
+                                                 : data::MemoryCacheMode::kAuto;
+  c.epoch.memory_cache_bytes = b.Bytes("data.memory_cache_bytes", 0);
+  if (!c.epoch.shuffle_key.empty() && c.epoch.shuffle != data::ShuffleMode::kGlobal) {
+    b.AddError("data.shuffle_key", "needs data.shuffle: global (data.shuffle is " + shuffle + ")");
+  }
+  if (c.epoch.shuffle == data::ShuffleMode::kGlobal && c.epoch.memory_cache == data::MemoryCacheMode::kOff) {
+    b.AddError("data.memory_cache",
+               "off contradicts data.shuffle: global, which permutes the whole training split in memory "
+               "(use auto or on, or data.shuffle: buffer)");
+  }
   c.read.shuffle_buffer_rows = b.Int("data.shuffle_buffer", 1 << 20, Range::Closed(1, kMaxInt));
   c.read.num_threads = static_cast<int>(b.Int("data.reader_threads", 1, Range::Closed(1, 64)));
   c.read.prefetch_batches = static_cast<int>(b.Int("data.prefetch", 4, Range::Closed(1, 1024)));

@@ -21,6 +21,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/config/binder.h"
+#include "rectrain/data/epoch_source.h"
 #include "rectrain/data/profile.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/embedding/embedding_table.h"
@@ -77,6 +78,7 @@ struct TrainConfig {
   std::vector<std::string> train_files;  // data.train
   std::vector<std::string> valid_files;  // data.valid (may be empty: no evaluation)
   data::ReadOptions read;                // batch_size, shuffle, buffers, reader threads
+  data::EpochOptions epoch;              // data.shuffle mode/key, data.memory_cache(_bytes)
   nn::ModelConfig model;
   embedding::EmbeddingTableConfig embedding;  // template for every table of the model
   float embedding_lr = 0.05f;                 // embedding.optimizer.lr (sparse rules)

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace rectrain::config {
 namespace {
 
@@ -32,6 +34,48 @@ TEST(TrainConfig, DefaultsWithOnlyTrainFiles) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->resolved_yaml, c->resolved_yaml);
   EXPECT_EQ(again->hash, c->hash);
+}
+
+TEST(TrainConfig, ShuffleModesAndMemoryCache) {
+  auto d = Load("data: {train: a.tsv}\n");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->config.epoch.shuffle, data::ShuffleMode::kBuffer);
+  EXPECT_EQ(d->config.epoch.memory_cache, data::MemoryCacheMode::kAuto);
+  EXPECT_EQ(d->config.epoch.memory_cache_bytes, 0);
+  // true/false from older configs mean buffer/off.
+  for (auto [text, mode, reader_shuffle] :
+       {std::tuple{"true", data::ShuffleMode::kBuffer, true}, {"false", data::ShuffleMode::kOff, false},
+        {"off", data::ShuffleMode::kOff, false}, {"buffer", data::ShuffleMode::kBuffer, true},
+        {"global", data::ShuffleMode::kGlobal, false}}) {
+    auto c = Load("data: {train: a.tsv}\n", {std::string("data.shuffle=") + text});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->config.epoch.shuffle, mode) << text;
+    EXPECT_EQ(c->config.read.shuffle, reader_shuffle) << text;
+  }
+  auto g = Load("data: {train: a.tsv, shuffle: global, shuffle_key: user_id, memory_cache: on, "
+                "memory_cache_bytes: 2GiB}\n");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->config.epoch.shuffle_key, "user_id");
+  EXPECT_EQ(g->config.epoch.memory_cache, data::MemoryCacheMode::kOn);
+  EXPECT_EQ(g->config.epoch.memory_cache_bytes, int64_t{2} << 30);
+  auto bad = Load("data: {train: a.tsv, shuffle: globl, memory_cache: maybe}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("data.shuffle: \"globl\" is not one of buffer, global, off, true, false; "
+                                        "did you mean global?"),
+            std::string::npos)
+      << bad.status();
+  EXPECT_NE(bad.status().message().find("data.memory_cache: \"maybe\" is not one of auto, on, off"),
+            std::string::npos)
+      << bad.status();
+  auto key = Load("data: {train: a.tsv, shuffle_key: user_id}\n");
+  ASSERT_FALSE(key.ok());
+  EXPECT_NE(key.status().message().find("data.shuffle_key: needs data.shuffle: global (data.shuffle is buffer)"),
+            std::string::npos)
+      << key.status();
+  auto off = Load("data: {train: a.tsv, shuffle: global, memory_cache: off}\n");
+  ASSERT_FALSE(off.ok());
+  EXPECT_NE(off.status().message().find("data.memory_cache: off contradicts data.shuffle: global"), std::string::npos)
+      << off.status();
 }
 
 TEST(TrainConfig, SetOverridesAndSizes) {

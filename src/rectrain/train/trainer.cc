@@ -17,6 +17,7 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/data/epoch_source.h"
 #include "rectrain/data/generator.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/data/transform.h"
@@ -141,63 +142,28 @@ Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<s
   return b;
 }
 
-// The validation split: parsed once and kept in memory (it is fixed), unless it is too large,
-// then re-read on every evaluation.
+// The validation split, read in file order on every evaluation: from memory once the first
+// evaluation has filled the memory cache (data::EpochSource, data.memory_cache), else from the
+// files.
 class ValidSet {
  public:
-  static constexpr int64_t kMaxCachedBytes = int64_t{1} << 30;
-
-  ValidSet(data::DataConfig config, data::ReadOptions options, bool cache)
-      : config_(std::move(config)), options_(options), try_cache_(cache) {}
+  explicit ValidSet(std::unique_ptr<data::EpochSource> source) : source_(std::move(source)) {}
 
   // Calls fn(batch) for every batch in file order.
   template <typename Fn>
   Status ForEach(Fn&& fn) {
-    if (cached_) {
-      for (const auto& b : batches_) RECTRAIN_RETURN_IF_ERROR(fn(b));
-      return OkStatus();
-    }
-    RECTRAIN_ASSIGN_OR_RETURN(auto reader, data::OpenBatchReader(config_, options_));
-    bool caching = try_cache_;
-    int64_t bytes = 0;
-    std::vector<data::Batch> batches;
+    RECTRAIN_ASSIGN_OR_RETURN(auto reader, source_->Open(/*epoch=*/0, /*skip_rows=*/0));
     while (true) {
       RECTRAIN_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, reader->Next());
       if (!batch) break;
       RECTRAIN_RETURN_IF_ERROR(fn(*batch));
-      if (caching) {
-        bytes += BatchBytes(*batch);
-        if (bytes > kMaxCachedBytes) {
-          caching = false;
-          batches.clear();
-          batches.shrink_to_fit();
-        } else {
-          batches.push_back(std::move(*batch));
-        }
-      }
+      reader->Recycle(std::move(*batch));
     }
-    if (caching) {
-      batches_ = std::move(batches);
-      cached_ = true;
-    }
-    try_cache_ = caching;
     return OkStatus();
   }
 
  private:
-  static int64_t BatchBytes(const data::Batch& b) {
-    int64_t n = static_cast<int64_t>((b.labels.size() + b.dense.size()) * sizeof(float) +
-                                     b.group_keys.size() * sizeof(uint64_t));
-    for (const auto& col : b.sparse) {
-      n += static_cast<int64_t>(col.ids.size() * sizeof(uint64_t) + col.offsets.size() * sizeof(int32_t));
-    }
-    return n;
-  }
-  data::DataConfig config_;
-  data::ReadOptions options_;
-  bool try_cache_;
-  bool cached_ = false;
-  std::vector<data::Batch> batches_;
+  std::unique_ptr<data::EpochSource> source_;
 };
 
 // Forward-only pass over `valid`, accumulating predictions into `acc`.
@@ -312,6 +278,8 @@ class TrainLoop {
   Stopwatch wall_;
   ComputeContext compute_;
   std::unique_ptr<RunLogger> log_;
+  std::shared_ptr<data::MemoryBudget> memory_budget_;  // data.memory_cache_bytes, train + valid
+  std::unique_ptr<data::EpochSource> train_source_;
   std::unique_ptr<data::BatchReader> reader_;
   std::vector<std::string> sparse_names_;
   int num_dense_ = 0;
@@ -326,6 +294,10 @@ class TrainLoop {
   std::string checkpoints_dir_;
   int64_t last_checkpoint_step_ = -1;
   int64_t rows_per_epoch_ = 0;  // estimated until an epoch completes
+  // At the start of the current epoch (this session): for the per-epoch log line.
+  double epoch_start_wait_ = 0;
+  double epoch_start_seconds_ = 0;
+  int64_t epoch_start_rows_ = 0;
 
   // Step buffers.
   std::vector<float> logits_, dlogits_, probs_;
@@ -393,10 +365,16 @@ Status TrainLoop::Setup() {
   data::DataConfig train_data = c_.data;
   train_data.files = c_.train_files;
   data::ReadOptions ro = c_.read;
+  memory_budget_ = std::make_shared<data::MemoryBudget>(
+      c_.epoch.memory_cache_bytes > 0 ? c_.epoch.memory_cache_bytes : data::MemoryBudget::DefaultBytes());
+  auto log_line = [this](const std::string& line) { log_->Log(line); };
+  RECTRAIN_ASSIGN_OR_RETURN(train_source_, WithContext(data::EpochSource::Create(train_data, ro, c_.epoch,
+                                                                                 memory_budget_, "data.train", log_line),
+                                                       "data.train"));
   ro.epoch = meta_.epoch;
   ro.skip_rows = meta_.rows_in_epoch;
   if (meta_.epoch < c_.train.epochs) {
-    RECTRAIN_ASSIGN_OR_RETURN(reader_, WithContext(data::OpenBatchReader(train_data, ro), "data.train"));
+    RECTRAIN_ASSIGN_OR_RETURN(reader_, WithContext(train_source_->Open(meta_.epoch, meta_.rows_in_epoch), "data.train"));
     sparse_names_ = reader_->sparse_names();
     num_dense_ = static_cast<int>(reader_->dense_names().size());
   } else {
@@ -448,7 +426,13 @@ Status TrainLoop::Setup() {
     vo.epoch = 0;
     vo.skip_rows = 0;
     if (c_.eval.batch_size > 0) vo.batch_size = c_.eval.batch_size;
-    valid_ = std::make_unique<ValidSet>(std::move(vd), vo, /*cache=*/true);
+    data::EpochOptions veo;
+    veo.shuffle = data::ShuffleMode::kOff;  // fixed order
+    veo.memory_cache = c_.epoch.memory_cache;
+    RECTRAIN_ASSIGN_OR_RETURN(auto vsource, WithContext(data::EpochSource::Create(std::move(vd), vo, veo, memory_budget_,
+                                                                                  "data.valid", log_line),
+                                                        "data.valid"));
+    valid_ = std::make_unique<ValidSet>(std::move(vsource));
   }
   const size_t window = 1 << 17;
   window_probs_.assign(window, 0.0f);
@@ -660,19 +644,17 @@ Status TrainLoop::Checkpoint() {
 
 Status TrainLoop::Loop() {
   const auto& tc = c_.train;
-  data::DataConfig train_data = c_.data;
-  train_data.files = c_.train_files;
   auto stop_requested = [&]() {
     return opt_.stop_signal != nullptr && opt_.stop_signal->load(std::memory_order_relaxed) != 0;
   };
   bool done = tc.max_steps > 0 && meta_.step >= tc.max_steps;
   while (!done && meta_.epoch < tc.epochs) {
     if (!reader_) {
-      data::ReadOptions ro = c_.read;
-      ro.epoch = meta_.epoch;
-      ro.skip_rows = meta_.rows_in_epoch;
-      RECTRAIN_ASSIGN_OR_RETURN(reader_, WithContext(data::OpenBatchReader(train_data, ro), "data.train"));
+      RECTRAIN_ASSIGN_OR_RETURN(reader_, WithContext(train_source_->Open(meta_.epoch, meta_.rows_in_epoch), "data.train"));
     }
+    epoch_start_wait_ = summary_.breakdown.data_wait;
+    epoch_start_seconds_ = session_seconds_;
+    epoch_start_rows_ = session_rows_;
     bool epoch_ended = false;
     Stopwatch loop_clock;
     while (true) {
@@ -731,7 +713,11 @@ Status TrainLoop::Loop() {
     if (meta_.rows_in_epoch > 0) rows_per_epoch_ = meta_.rows_in_epoch;
     ++meta_.epoch;
     meta_.rows_in_epoch = 0;
-    log_->Log("epoch " + std::to_string(finished_epoch) + " done at step " + std::to_string(meta_.step));
+    const double epoch_seconds = session_seconds_ - epoch_start_seconds_;
+    log_->Log("epoch " + std::to_string(finished_epoch) + " done at step " + std::to_string(meta_.step) +
+              " (this session: data wait " + Fixed(summary_.breakdown.data_wait - epoch_start_wait_, 2) + "s, " +
+              FormatCount(epoch_seconds > 0 ? static_cast<double>(session_rows_ - epoch_start_rows_) / epoch_seconds : 0) +
+              " samples/s" + (train_source_->cached() ? ", data.train in memory" : "") + ")");
     if (valid_ && meta_.last_eval_step != meta_.step) {
       RECTRAIN_RETURN_IF_ERROR(RunEval("end of epoch"));
       if (EarlyStopCheck()) {
@@ -952,7 +938,12 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables).status())
       << "while loading " << model_dir;
   LookupWorkspace ws(bundle.model->spec(), bundle.tables);
-  ValidSet data(dc, ro, /*cache=*/false);
+  data::EpochOptions eo;
+  eo.shuffle = data::ShuffleMode::kOff;
+  eo.memory_cache = data::MemoryCacheMode::kOff;  // one pass
+  RECTRAIN_ASSIGN_OR_RETURN(auto source, data::EpochSource::Create(dc, ro, eo, std::make_shared<data::MemoryBudget>(0),
+                                                                  "--data", {}));
+  ValidSet data(std::move(source));
   MetricAccumulator acc;
   RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, ws, data, compute, &acc, c.data.negative_downsampling)) << "while evaluating";
   EvalReport report;
