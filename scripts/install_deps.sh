@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config git
       libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev zlib1g-dev
-      libsnappy-dev liblz4-dev
+      libsnappy-dev liblz4-dev libxxhash-dev
       libsqlite3-dev libcpp-httplib-dev prometheus chromium
       python3)
 if [[ "${1:-}" == "--peer" ]]; then

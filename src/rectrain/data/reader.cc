@@ -28,6 +28,7 @@
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/data/errors.h"
+#include "rectrain/data/internal/cache_dispatch.h"
 #include "rectrain/data/internal/parquet_source.h"
 #include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/internal/text_parser.h"
@@ -1029,10 +1030,15 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
 
 Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
                                                      const ReadOptions& options) {
+  if (internal::UsesCache(config)) return internal::OpenWithCache(config, options);
   return OpenImpl(config, options, /*stats_pass=*/false);
 }
 
 namespace internal {
+Result<std::unique_ptr<BatchReader>> OpenParsingReader(const DataConfig& config,
+                                                       const ReadOptions& options) {
+  return OpenImpl(config, options, /*stats_pass=*/false);
+}
 Result<std::unique_ptr<BatchReader>> OpenStatsPassReader(const DataConfig& config,
                                                          const ReadOptions& options) {
   return OpenImpl(config, options, /*stats_pass=*/true);

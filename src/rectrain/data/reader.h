@@ -76,6 +76,9 @@ struct DataConfig {
   std::vector<std::string> stats_files;
   // Where computed statistics (and the binary cache) are kept; "" = $TMPDIR/rectrain-cache.
   std::string cache_dir;
+  // Added by the sample cache (data/cache.h): off | auto (read the matching cache when one
+  // exists) | build (write it first when missing). Format "cache" reads cache files as input.
+  std::string cache = "auto";
 };
 
 struct ReadOptions {
@@ -117,6 +120,8 @@ class BatchReader {
   // Added by data/ (optional): hands a consumed Batch back so its buffers are reused for a later
   // batch instead of allocating fresh memory. The caller must not use `batch` afterwards.
   virtual void Recycle(Batch&& batch) { (void)batch; }
+  // Added by the sample cache: "sample cache PATH (...)" when this reader reads one, else "".
+  virtual std::string cache_note() const { return {}; }
   // Names of the dense and sparse fields in Batch order.
   virtual const std::vector<std::string>& dense_names() const = 0;
   virtual const std::vector<std::string>& sparse_names() const = 0;
