@@ -84,7 +84,8 @@ int RunDataStats(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain data stats";
   // FILES are every argument that is not a flag or a flag's value.
   static const std::vector<std::string> kValueFlags = {"--format", "--delimiter", "--label",
-                                                        "--columns", "--threads", "--transform"};
+                                                        "--columns", "--threads", "--transform",
+                                                        "--dense", "--sparse"};
   std::vector<std::string> files, flag_args;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -96,14 +97,16 @@ int RunDataStats(const std::vector<std::string>& args) {
       files.push_back(a);
     }
   }
-  std::string format = "auto", delimiter, label = "label", columns;
+  std::string format = "auto", delimiter, label = "label", columns, dense_keys, sparse_keys;
   std::vector<std::string> transforms;
   bool header = false, json = false, progress = false;
   int64_t threads = 2;
-  FlagParser flags(kCmd, "FILES... [--format auto|criteo|csv|tsv|parquet] [--header] [--json] ...",
+  FlagParser flags(kCmd, "FILES... [--format auto|criteo|csv|tsv|parquet|libsvm|libffm] [--header] [--json] ...",
                    "Profiles sample files: rows per file, per column the non-null ratio, min, max,\n"
                    "mean and approximate distinct count, and the label rate (docs/data.md).");
-  flags.String("format", &format, "auto (default: parquet for *.parquet, else criteo) | criteo | csv | tsv | parquet");
+  flags.String("format", &format, "auto (default: parquet for *.parquet, else criteo) | criteo | csv | tsv | parquet | libsvm | libffm");
+  flags.String("dense", &dense_keys, "libsvm/libffm: comma-separated dense indices/fields, e.g. 1..13");
+  flags.String("sparse", &sparse_keys, "libffm: comma-separated categorical fields, e.g. 0..38 (libsvm: the bag's name)");
   flags.Bool("header", &header, "csv/tsv: the first line names the columns");
   flags.String("delimiter", &delimiter, "csv delimiter (default ,)");
   flags.String("columns", &columns, "csv/tsv without header: comma-separated column names");
@@ -119,9 +122,9 @@ int RunDataStats(const std::vector<std::string>& args) {
   }
   if (files.empty()) return ReportError(kCmd, InvalidArgumentError("no FILES given"));
   if (threads < 1) return ReportError(kCmd, InvalidArgumentError("--threads must be >= 1"));
-  static const std::vector<std::string> kFormats = {"auto", "criteo", "csv", "tsv", "parquet"};
+  static const std::vector<std::string> kFormats = {"auto", "criteo", "csv", "tsv", "parquet", "libsvm", "libffm"};
   if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
-    return ReportError(kCmd, InvalidArgumentError("--format must be one of auto, criteo, csv, tsv, parquet; got \"" + format + "\""));
+    return ReportError(kCmd, InvalidArgumentError("--format must be one of auto, criteo, csv, tsv, parquet, libsvm, libffm; got \"" + format + "\""));
   }
   data::SchemaConfig schema;
   schema.format = format;
@@ -134,6 +137,15 @@ int RunDataStats(const std::vector<std::string>& args) {
   } else if (format == "csv") {
     schema.delimiter = ',';
   }
+  auto split_list = [](const std::string& text, std::vector<std::string>* out) {
+    for (size_t b = 0; !text.empty() && b <= text.size();) {
+      const size_t e = std::min(text.find(',', b), text.size());
+      out->push_back(text.substr(b, e - b));
+      b = e + 1;
+    }
+  };
+  split_list(dense_keys, &schema.dense);
+  split_list(sparse_keys, &schema.sparse);
   for (size_t b = 0; !columns.empty() && b <= columns.size();) {
     const size_t e = std::min(columns.find(',', b), columns.size());
     schema.columns.push_back(columns.substr(b, e - b));

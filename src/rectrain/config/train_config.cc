@@ -41,7 +41,8 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.train_files = b.StringList("data.train", {});
   c.valid_files = b.StringList("data.valid", {});
   data::SchemaConfig& schema = c.data.schema;
-  schema.format = b.String("data.format", "auto", {"auto", "criteo", "csv", "tsv", "parquet"});
+  schema.format =
+      b.String("data.format", "auto", {"auto", "criteo", "csv", "tsv", "parquet", "libsvm", "libffm"});
   schema.criteo_dense = static_cast<int>(b.Int("data.criteo_dense", 13, Range::Closed(0, 10000)));
   schema.criteo_sparse =
       static_cast<int>(b.Int("data.criteo_sparse", 26, Range::Closed(0, 10000)));
@@ -90,6 +91,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.data.negative_downsampling =
       b.Double("data.negative_downsampling", 1.0, Range{0, 1, true, false});
   c.data.cache_dir = b.String("data.cache_dir", "");
+  c.data.cache = b.String("data.cache", "auto", {"off", "auto", "build"});
   c.data.filters = b.StringList("data.filters", {});
   for (size_t i = 0; i < c.data.filters.size(); ++i) {
     if (auto f = data::ParseRowFilter(c.data.filters[i]); !f.ok()) {
@@ -265,7 +267,8 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
       std::all_of(c.train_files.begin(), c.train_files.end(), [](const std::string& f) {
         return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
       });
-  if ((schema.format == "auto" ? all_parquet : schema.format != "criteo") &&
+  // libsvm defaults to one categorical feature holding every index (docs/formats/libsvm.md).
+  if ((schema.format == "auto" ? all_parquet : schema.format != "criteo" && schema.format != "libsvm") &&
       schema.dense.empty() && schema.sparse.empty()) {
     b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
   }

@@ -79,6 +79,39 @@ std::string TooManyBadRows(int64_t count, int64_t max_bad_rows, std::string_view
   return s;
 }
 
+std::string BadPair(std::string_view file, int64_t line, int64_t column, std::string_view format,
+                    std::string_view text) {
+  const bool ffm = format == "libffm";
+  return Where(file, line, column) + ": expected a " + std::string(format) + " pair " +
+         (ffm ? "<field>:<index>:<value> (e.g. \"3:17:1\")" : "<index>:<value> (e.g. \"17:1\")") +
+         " with non-negative integer " + (ffm ? "field and index" : "index") +
+         " and a finite value, got \"" + Snippet(text) + "\"";
+}
+
+std::string BadWeight(std::string_view file, int64_t line, int64_t column, std::string_view format,
+                      std::string_view feature, std::string_view text) {
+  return Where(file, line, column) + ": categorical pair \"" + Snippet(text) + "\" of feature " +
+         std::string(feature) +
+         " has a value other than 1, but rectrain ids carry no weight: only 1 is accepted; "
+         "declare the " + (format == "libffm" ? "field" : "index") +
+         " in data.dense to use the value as a dense feature, or write the value as 1";
+}
+
+std::string UndeclaredField(std::string_view file, int64_t line, int64_t column, int64_t key,
+                            std::string_view text) {
+  const std::string k = std::to_string(key);
+  return Where(file, line, column) + ": field " + k + " in \"" + Snippet(text) +
+         "\" is not declared; add \"" + k +
+         "\" to data.sparse or data.dense (a range such as \"0..38\" declares many fields)";
+}
+
+std::string DuplicateDenseKey(std::string_view file, int64_t line, int64_t column,
+                              std::string_view format, int64_t key, std::string_view text) {
+  return Where(file, line, column) + ": dense " + (format == "libffm" ? "field " : "index ") +
+         std::to_string(key) + " appears twice in the line (\"" + Snippet(text) +
+         "\"); a dense feature takes one value per row";
+}
+
 std::string EmptyFile(std::string_view path, bool has_header) {
   return has_header ? std::string(path) + " has a header but no rows"
                     : std::string(path) + " is empty: it has no rows";

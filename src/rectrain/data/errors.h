@@ -51,6 +51,26 @@ std::string StrictBadRow(std::string_view bad_row_message);
 std::string TooManyBadRows(int64_t count, int64_t max_bad_rows, std::string_view rejects_file,
                            std::string_view last_message);
 
+// libsvm / libffm (docs/formats/libsvm.md). `format` is "libsvm" or "libffm".
+inline constexpr std::string_view kExpectedPairLabel = "0 or 1 (or -1 / +1)";
+// "<file>:<line>:<column>: expected a <format> pair <index>:<value> (libffm:
+//  <field>:<index>:<value>) with a non-negative integer index, got \"<snippet>\""
+std::string BadPair(std::string_view file, int64_t line, int64_t column, std::string_view format,
+                    std::string_view text);
+// "<file>:<line>:<column>: index <index> of feature <feature> has value <value> in \"<pair>\",
+//  but categorical ids carry no weight: only 1 is accepted; declare the index/field in
+//  data.dense to use the value as a dense feature, or write the value as 1"
+std::string BadWeight(std::string_view file, int64_t line, int64_t column, std::string_view format,
+                      std::string_view feature, std::string_view text);
+// "<file>:<line>:<column>: field <key> in \"<pair>\" is not declared; add \"<key>\" to
+//  data.sparse or data.dense (a range such as \"0..38\" declares many fields)"
+std::string UndeclaredField(std::string_view file, int64_t line, int64_t column, int64_t key,
+                            std::string_view text);
+// "<file>:<line>:<column>: dense <index|field> <key> appears twice in the line (\"<pair>\"); a
+//  dense feature takes one value per row"
+std::string DuplicateDenseKey(std::string_view file, int64_t line, int64_t column,
+                              std::string_view format, int64_t key, std::string_view text);
+
 // "<path> is empty: it has no rows" / "<path> has a header but no rows".
 std::string EmptyFile(std::string_view path, bool has_header);
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rectrain/base/random.h"
+#include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
 #include "rectrain/io/parquet/parquet_file.h"
@@ -191,6 +192,56 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
   return OkStatus();
 }
 
+// libsvm / libffm: the columns of the read plan (label, declared dense keys, categorical fields or
+// the libsvm bag); a list column is non-null when the row has a pair for it, and its min / max /
+// mean / distinct are over the indices. A line the reader would reject as malformed (a bad pair,
+// an undeclared libffm field, a weight other than 1) counts as a bad row.
+Status ProfilePairs(const std::string& path, const SchemaConfig& schema, const LabelSpec& label,
+                    FileResult* r) {
+  DataConfig config;
+  config.schema = schema;
+  if (label.has_transform) config.transforms[label.column] = label.transform.text;
+  Result<internal::ParsePlan> plan = internal::BuildPlan(config, {});
+  if (!plan.ok()) return plan.status().WithContext("profile of " + path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read " + path);
+  for (const internal::ColumnPlan& c : plan->columns) r->names.push_back(c.name);
+  r->cols.resize(r->names.size());
+  for (size_t i = 0; i < r->names.size(); ++i) r->cols[i].p.name = r->names[i];
+  internal::PairFields fields;
+  internal::BadRow bad;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!internal::SplitPairLine(*plan, line, &fields, &bad)) {
+      ++r->file.bad_rows;
+      continue;
+    }
+    ++r->file.rows;
+    for (size_t i = 0; i < plan->columns.size(); ++i) {
+      ColumnAcc& c = r->cols[i];
+      ++c.p.rows;
+      const int slot = plan->columns[i].slot;
+      if (slot < 0) continue;
+      if (plan->columns[i].is_list) {
+        const std::vector<internal::TextField>& list = fields.lists[slot];
+        if (list.empty()) continue;
+        const int64_t before = c.p.non_null;
+        for (const internal::TextField& t : list) c.AddText(std::string_view(t.begin, t.end - t.begin));
+        c.p.non_null = before + 1;
+        continue;
+      }
+      const internal::TextField& t = fields.values[slot];
+      if (t.begin == nullptr || t.begin == t.end) continue;
+      const std::string_view text(t.begin, t.end - t.begin);
+      c.AddText(text);
+      if (static_cast<int>(i) == plan->label_column) label.Add(ParseNumber(text), r);
+    }
+  }
+  if (in.bad()) return DataLossError("error reading " + path);
+  return OkStatus();
+}
+
 // The text of a Parquet value (for hashing) and its number, if any.
 void AddParquetSlot(const io::parquet::ColumnData& d, int64_t s, ColumnAcc* c, std::optional<double>* num) {
   char buf[64];
@@ -309,8 +360,15 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
       if (i >= total) return;
       FileResult& r = results[i];
       r.file.path = files[i];
-      statuses[i] = format == "parquet" ? ProfileParquet(files[i], label, &r)
-                                        : ProfileText(files[i], format, schema, label, &r);
+      if (format == "parquet") {
+        statuses[i] = ProfileParquet(files[i], label, &r);
+      } else if (format == "libsvm" || format == "libffm") {
+        SchemaConfig s = schema;
+        s.format = format;
+        statuses[i] = ProfilePairs(files[i], s, label, &r);
+      } else {
+        statuses[i] = ProfileText(files[i], format, schema, label, &r);
+      }
       std::lock_guard<std::mutex> lock(mu);
       ++done;
       cv.notify_one();

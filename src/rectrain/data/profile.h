@@ -4,7 +4,8 @@
 // and `rectrain data check` (docs/data.md, "Data quality").
 //
 // Columns are the files' raw columns, before transforms: criteo = label, I1..In, C1..Cm;
-// csv/tsv = the header or schema.columns; parquet = the file schema's top-level fields (list
+// csv/tsv = the header or schema.columns; libsvm / libffm = label, the declared dense keys and
+// the categorical fields (libffm) or bag (libsvm; its values are the indices); parquet = the file schema's top-level fields (list
 // columns count a null or empty list as null; their min/max/mean/distinct are over elements).
 // A field is null when it is empty (text) or null (Parquet). min/max/mean are over the non-null
 // values that parse as finite numbers (`numeric`); distinct is a HyperLogLog estimate (2^12

@@ -37,6 +37,51 @@ SchemaConfig Csv(std::string label = "label") {
   return s;
 }
 
+TEST_F(ProfileTest, LibsvmAndLibffmColumns) {
+  // libsvm: label (-1 -> 0), declared dense index 1, the bag of every other index; a bad pair
+  // and a weighted categorical pair are bad rows.
+  const std::string a = Write("a.svm", "1 1:3 17:1 5:1\n-1 1:0.5 7:1\n+1 2:1\n1 x:1\n0 3:0.5\n");
+  SchemaConfig s;
+  s.format = "libsvm";
+  s.dense = {"1"};
+  auto p = ProfileFiles({a}, s, {}, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->rows, 3);
+  EXPECT_EQ(p->files[0].bad_rows, 2);
+  ASSERT_EQ(p->columns.size(), 3u);
+  EXPECT_EQ(p->columns[0].name, "label");
+  EXPECT_EQ(p->columns[1].name, "1");
+  EXPECT_EQ(p->columns[1].non_null, 2);
+  EXPECT_DOUBLE_EQ(p->columns[1].Mean(), 1.75);
+  EXPECT_EQ(p->columns[2].name, "features");
+  EXPECT_EQ(p->columns[2].non_null, 3);
+  EXPECT_EQ(p->columns[2].distinct, 3);  // 17, 5, 7, 2: capped at non_null
+  EXPECT_EQ(p->labeled_rows, 3);
+  EXPECT_EQ(p->positive_rows, 2);
+  // With a label transform the raw number is transformed (-1 stays -1: binarize(0) gives 0).
+  p = ProfileFiles({a}, s, {{"label", "binarize(1)"}}, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->positive_rows, 2);
+
+  const std::string b = Write("b.ffm", "1 0:0:5 1:10:1 2:10:1\n0 1:3:1\n1 9:1:1\n");
+  SchemaConfig f;
+  f.format = "libffm";
+  f.dense = {"0"};
+  f.sparse = {"1..2"};
+  p = ProfileFiles({b}, f, {}, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->rows, 2);
+  EXPECT_EQ(p->files[0].bad_rows, 1);  // field 9 is not declared
+  ASSERT_EQ(p->columns.size(), 4u);
+  EXPECT_EQ(p->columns[3].name, "2");
+  EXPECT_DOUBLE_EQ(p->columns[3].NullRatio(), 0.5);
+  f.sparse.clear();
+  f.dense.clear();
+  p = ProfileFiles({b}, f, {}, 1);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("format libffm: declare the fields"), std::string::npos);
+}
+
 TEST_F(ProfileTest, CsvColumnsFilesAndLabel) {
   const std::string a = Write("a.csv", "label,x,c\n1,2.5,u\n0,,v\n0,-1,u\n");
   const std::string b = Write("b.csv", "label,x,c\n1,4,\"w,z\"\nbad row\n");

@@ -126,6 +126,53 @@ const char* StepName(StepOp op) {
   return "?";
 }
 
+// libsvm / libffm keys: the largest index or field a feature may be declared with (key_column
+// is a vector indexed by key) and the most keys one range may declare.
+constexpr int64_t kMaxPairKey = 10'000'000;
+constexpr int64_t kMaxRangeKeys = 100'000;
+
+// A non-negative decimal integer without sign or spaces; leading zeros allowed.
+bool ParseKey(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// data.dense / data.sparse of libsvm / libffm: keys ("3") and ranges ("0..12") -> key names in
+// canonical decimal ("007" -> "7").
+Result<std::vector<std::string>> ExpandKeys(const std::vector<std::string>& names,
+                                            const std::string& list_key, const std::string& format) {
+  const std::string what = format == "libffm" ? "field" : "index";
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    const size_t dots = name.find("..");
+    int64_t lo = 0, hi = 0;
+    const bool ok = dots == std::string::npos
+                        ? ParseKey(name, &lo) && (hi = lo, true)
+                        : ParseKey(std::string_view(name).substr(0, dots), &lo) &&
+                              ParseKey(std::string_view(name).substr(dots + 2), &hi);
+    if (!ok || lo > hi) {
+      return InvalidArgumentError(
+          list_key + ": \"" + name + "\" is not " + (format == "libffm" ? "a " : "an ") + what +
+          ": for format " + format +
+          " features are named by their " + what + ", a non-negative integer (\"3\") or an "
+          "ascending range (\"0..12\")");
+    }
+    if (hi > kMaxPairKey || hi - lo >= kMaxRangeKeys) {
+      return InvalidArgumentError(list_key + ": \"" + name + "\": " + what + " keys must be <= " +
+                                  std::to_string(kMaxPairKey) + " and a range may hold at most " +
+                                  std::to_string(kMaxRangeKeys) + " keys");
+    }
+    for (int64_t k = lo; k <= hi; ++k) out.push_back(std::to_string(k));
+  }
+  return out;
+}
+
 // Rebuilds the tables of a dense feature that depend on its steps and statistics.
 void FinishDense(FeaturePlan* f) {
   f->int_table.resize(FeaturePlan::kIntTableSize);
@@ -215,9 +262,64 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
                                   "data.schema.sparse");
     }
     plan.layout = Layout(plan.columns);
+  } else if (schema.format == "libsvm" || schema.format == "libffm") {
+    // docs/formats/libsvm.md: declared dense keys become dense features (the pair's value);
+    // libffm sparse fields and the libsvm bag become multi-valued categorical features whose ids
+    // are the pairs' indices (value 1 only).
+    const bool ffm = schema.format == "libffm";
+    plan.pairs = true;
+    plan.ffm = ffm;
+    plan.delimiter = ' ';
+    if (schema.header) {
+      return InvalidArgumentError("data.schema.header applies to format csv or tsv; " + schema.format +
+                                  " files have no header");
+    }
+    RECTRAIN_ASSIGN_OR_RETURN(dense_features, ExpandKeys(schema.dense, "data.dense", schema.format));
+    if (ffm) {
+      RECTRAIN_ASSIGN_OR_RETURN(sparse_features, ExpandKeys(schema.sparse, "data.sparse", schema.format));
+      if (dense_features.empty() && sparse_features.empty()) {
+        return InvalidArgumentError(
+            "format libffm: declare the fields in data.sparse (categorical) and/or data.dense, "
+            "e.g. data.sparse: [\"0..38\"]");
+      }
+    } else {
+      int64_t unused;
+      if (sparse_features.empty()) sparse_features = {"features"};
+      if (sparse_features.size() != 1 || ParseKey(sparse_features[0], &unused) ||
+          sparse_features[0].find("..") != std::string::npos) {
+        return InvalidArgumentError(
+            "format libsvm: data.sparse names the one categorical feature that holds every index "
+            "not in data.dense (default [features]); libsvm has no fields: use format libffm for "
+            "field-aware input");
+      }
+    }
+    plan.columns.push_back({schema.label});
+    int64_t max_key = -1;
+    auto add_key = [&](const std::string& key, bool is_list) {
+      int64_t k = 0;
+      (void)ParseKey(key, &k);
+      max_key = std::max(max_key, k);
+      plan.columns.push_back({key, -1, is_list});
+    };
+    for (const std::string& k : dense_features) add_key(k, false);
+    if (ffm) {
+      for (const std::string& k : sparse_features) add_key(k, true);
+    } else {
+      plan.columns.push_back({sparse_features[0], -1, true});
+      plan.bag_column = static_cast<int>(plan.columns.size()) - 1;
+    }
+    plan.key_column.assign(static_cast<size_t>(max_key + 1), -1);
+    for (size_t i = 1; i < plan.columns.size(); ++i) {
+      if (static_cast<int>(i) == plan.bag_column) continue;
+      int64_t k = 0;
+      (void)ParseKey(plan.columns[i].name, &k);
+      plan.key_column[static_cast<size_t>(k)] = static_cast<int>(i);  // duplicates fail below
+    }
+    plan.layout = Layout(plan.columns);
+    where = std::string("the declared ") + (ffm ? "fields" : "indices");
   } else {
     return InvalidArgumentError("unknown data.schema.format \"" + schema.format +
-                                "\"; expected auto, criteo, csv, tsv or parquet");
+                                "\"; expected auto, criteo, csv, tsv, parquet, libsvm or libffm");
   }
   std::unordered_map<std::string, int> by_name;
   for (size_t i = 0; i < plan.columns.size(); ++i) {
@@ -247,7 +349,8 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
     return InvalidArgumentError("data.schema.label: column \"" + schema.label + "\" is a list");
   }
   use(plan.label_column);
-  plan.label_expected = std::string(errors::kExpectedLabel);
+  plan.label_expected =
+      std::string(plan.pairs ? errors::kExpectedPairLabel : errors::kExpectedLabel);
   std::map<std::string, std::string> unused_transforms = config.transforms;
   if (auto it = config.transforms.find(schema.label); it != config.transforms.end()) {
     unused_transforms.erase(schema.label);
@@ -536,6 +639,14 @@ std::string FormatBadRow(const ParsePlan& plan, const BadRow& bad, std::string_v
     case BadRowKind::kBadNumber:
       expected = errors::kExpectedNumber;
       break;
+    case BadRowKind::kBadPair:
+      return errors::BadPair(file, line, bad.column, plan.format, bad.text);
+    case BadRowKind::kBadWeight:
+      return errors::BadWeight(file, line, bad.column, plan.format, field, bad.text);
+    case BadRowKind::kUndeclaredField:
+      return errors::UndeclaredField(file, line, bad.column, bad.key, bad.text);
+    case BadRowKind::kDuplicateKey:
+      return errors::DuplicateDenseKey(file, line, bad.column, plan.format, bad.key, bad.text);
   }
   if (plan.format == "parquet") return errors::BadValue(file, line, field, expected, bad.text);
   return errors::BadField(file, line, bad.column, field, expected, bad.text);
@@ -557,7 +668,126 @@ struct TextRow {
   uint64_t RowKey() const { return HashPremixed(line, 0); }
 };
 
+// The fields of one libsvm / libffm line (see PairFields).
+struct PairRow {
+  const ParsePlan* plan;
+  const PairFields* fields;
+  std::string_view line;
+  RawValue Get(int slot) const {
+    const TextField& t = fields->values[slot];
+    if (t.begin == nullptr) return {};
+    return RawValue::Text(std::string_view(t.begin, t.end - t.begin));
+  }
+  bool IsList(int slot) const { return plan->columns[plan->slot_columns[slot]].is_list; }
+  int64_t ListSize(int slot) const { return static_cast<int64_t>(fields->lists[slot].size()); }
+  RawValue ListElement(int slot, int64_t k) const {
+    const TextField& t = fields->lists[slot][k];
+    return RawValue::Text(std::string_view(t.begin, t.end - t.begin));
+  }
+  int64_t FieldColumn(int slot) const {
+    if (fields->values[slot].begin != nullptr) return fields->values[slot].column;
+    return fields->lists[slot].empty() ? 0 : fields->lists[slot][0].column;
+  }
+  uint64_t RowKey() const { return HashPremixed(line, 0); }
+};
+
+inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+// Reads the digits of a key at *p (up to ':' or `end`); false if there are none, too many, or
+// another character.
+inline bool ScanKey(const char** p, const char* end, int64_t* key, const char** kb, const char** ke) {
+  const char* q = *p;
+  int64_t v = 0;
+  *kb = q;
+  while (q < end && static_cast<unsigned>(*q - '0') < 10u) {
+    v = v * 10 + (*q - '0');
+    ++q;
+  }
+  if (q == *kb || q - *kb > 18) return false;
+  *ke = q;
+  *key = v;
+  *p = q;
+  return true;
+}
+
 }  // namespace
+
+bool SplitPairLine(const ParsePlan& plan, std::string_view line, PairFields* out, BadRow* bad) {
+  static constexpr char kZero[] = "0";
+  static constexpr char kOne[] = "1";
+  const int nslots = plan.num_slots();
+  out->values.assign(static_cast<size_t>(nslots), TextField{});
+  if (static_cast<int>(out->lists.size()) != nslots) out->lists.resize(static_cast<size_t>(nslots));
+  for (std::vector<TextField>& l : out->lists) l.clear();
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  const char* p = begin;
+  while (p < end && IsBlank(*p)) ++p;
+  // The label (an empty or commented-out one is reported by EvalRow as a bad label).
+  const char* lb = p;
+  while (p < end && !IsBlank(*p)) ++p;
+  const char* le = p;
+  if (lb < le && *lb == '#') le = lb;
+  if (le - lb == 2 && lb[1] == '1' && (lb[0] == '+' || lb[0] == '-') &&
+      plan.label_transform.steps.empty()) {
+    const char* v = lb[0] == '+' ? kOne : kZero;
+    out->values[plan.columns[plan.label_column].slot] = TextField{v, v + 1, (lb - begin) + 1};
+  } else {
+    if (lb < le && *lb == '+') ++lb;  // from_chars reads no '+'
+    out->values[plan.columns[plan.label_column].slot] =
+        TextField{lb < le ? lb : nullptr, lb < le ? le : nullptr, (lb - begin) + 1};
+  }
+  if (le == lb && p < end) p = end;  // "# comment" only
+  const int64_t nkeys = static_cast<int64_t>(plan.key_column.size());
+  while (true) {
+    while (p < end && IsBlank(*p)) ++p;
+    if (p == end || *p == '#') return true;
+    const char* tb = p;
+    while (p < end && !IsBlank(*p)) ++p;
+    const char* te = p;
+    auto fail = [&](BadRowKind kind, int column, int64_t key) {
+      bad->kind = kind;
+      bad->column = (tb - begin) + 1;
+      bad->plan_column = column;
+      bad->key = key;
+      bad->text.assign(tb, static_cast<size_t>(std::min<ptrdiff_t>(te - tb, 64)));
+      return false;
+    };
+    const char* q = tb;
+    int64_t key = 0, unused = 0;
+    const char *ib, *ie;
+    if (!ScanKey(&q, te, &key, &ib, &ie) || q == te || *q != ':') return fail(BadRowKind::kBadPair, -1, -1);
+    ++q;
+    if (plan.ffm) {
+      if (!ScanKey(&q, te, &unused, &ib, &ie) || q == te || *q != ':') {
+        return fail(BadRowKind::kBadPair, -1, -1);
+      }
+      ++q;
+    }
+    const char* vb = q;
+    if (vb == te) return fail(BadRowKind::kBadPair, -1, -1);
+    int column = key < nkeys ? plan.key_column[static_cast<size_t>(key)] : -1;
+    if (column < 0) {
+      if (plan.ffm) return fail(BadRowKind::kUndeclaredField, -1, key);
+      column = plan.bag_column;
+    }
+    const int slot = plan.columns[column].slot;
+    if (plan.columns[column].is_list) {
+      if (!(te - vb == 1 && *vb == '1')) {
+        double v;
+        auto [ptr, ec] = std::from_chars(vb, te, v);
+        if (ec != std::errc() || ptr != te || !std::isfinite(v)) return fail(BadRowKind::kBadPair, -1, -1);
+        if (v != 1.0) return fail(BadRowKind::kBadWeight, column, key);
+      }
+      while (ie - ib > 1 && *ib == '0') ++ib;  // "007" and "7" are one index
+      out->lists[slot].push_back(TextField{ib, ie, (tb - begin) + 1});
+    } else {
+      TextField& f = out->values[slot];
+      if (f.begin != nullptr) return fail(BadRowKind::kDuplicateKey, column, key);
+      f = TextField{vb, te, (vb - begin) + 1};
+    }
+  }
+}
 
 LineParser::LineParser(const ParsePlan* plan)
     : plan_(plan), fields_(plan->num_slots()), scratch_(plan->num_slots()) {}
@@ -566,6 +796,17 @@ bool LineParser::ParseLine(std::string_view line, int64_t rel_line, bool keep_ra
                            RowBlock* block) {
   const ParsePlan& plan = *plan_;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (plan.pairs) {
+    BadRow bad;
+    if (!SplitPairLine(plan, line, &pairs_, &bad)) {
+      bad.rel_line = rel_line;
+      if (keep_raw) bad.raw_line.assign(line);
+      block->bad.push_back(std::move(bad));
+      return false;
+    }
+    return EvalRow(plan, PairRow{plan_, &pairs_, line}, rel_line, keep_raw, line, &eval_scratch_,
+                   block) != EvalResult::kBad;
+  }
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   const int ncols = static_cast<int>(plan.columns.size());

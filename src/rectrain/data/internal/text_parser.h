@@ -94,7 +94,7 @@ struct FilterPlan {
 };
 
 struct ParsePlan {
-  std::string format;   // criteo | csv | tsv | parquet
+  std::string format;   // criteo | csv | tsv | parquet | libsvm | libffm
   char delimiter = '\t';
   bool quoting = false;  // csv/tsv: a field may be "quoted" ("" escapes a quote)
   bool header = false;   // every file starts with a header line
@@ -116,6 +116,14 @@ struct ParsePlan {
   bool downsample = false;
   uint64_t downsample_seed = 0;
   std::string layout;   // for messages, e.g. "label, I1..I13, C1..C26"
+  // libsvm / libffm (docs/formats/libsvm.md): the columns are the label, one per declared dense
+  // key and (libffm) one list column per declared sparse field or (libsvm) one list column, the
+  // bag, for every index not declared dense. A pair is routed by its key (libsvm: the index;
+  // libffm: the field) through key_column.
+  bool pairs = false;
+  bool ffm = false;
+  std::vector<int> key_column;  // key -> column index; -1 = undeclared; size = max key + 1
+  int bag_column = -1;          // libsvm: the column of undeclared indices
 
   int num_dense() const { return static_cast<int>(dense_names.size()); }
   int num_sparse() const { return static_cast<int>(sparse_names.size()); }
@@ -141,7 +149,10 @@ void FillStats(ParsePlan* plan, const std::vector<FeatureStats>& stats);
 // Splits a header line into column names (same quoting rules as data rows).
 std::vector<std::string> SplitHeader(std::string_view line, char delimiter, bool quoting);
 
-enum class BadRowKind : uint8_t { kColumnCount, kBadDense, kBadLabel, kBadQuote, kBadNumber };
+enum class BadRowKind : uint8_t {
+  kColumnCount, kBadDense, kBadLabel, kBadQuote, kBadNumber,
+  kBadPair, kBadWeight, kUndeclaredField, kDuplicateKey,  // libsvm / libffm
+};
 
 // A rejected row; the message is built later, once the file's absolute line is known.
 struct BadRow {
@@ -151,6 +162,7 @@ struct BadRow {
   int plan_column = -1;    // offending column (field errors)
   int feature = -1;        // kBadNumber: sparse feature index
   int found_fields = 0;    // kColumnCount
+  int64_t key = -1;        // kUndeclaredField, kDuplicateKey: the field or index
   std::string text;        // offending text (field) or the line (column count), <= 64 bytes
   std::string raw_line;    // the whole line, kept only when a rejects file is written
 };
@@ -197,6 +209,20 @@ struct TextField {
   int64_t column = 0;  // 1-based byte column of the field start
 };
 
+// The fields of one libsvm / libffm line by plan slot: `values` for the label and the dense keys
+// (begin == nullptr: absent), `lists` for the list columns (the index text of each pair, leading
+// zeros removed, so "007" and "7" are one id).
+struct PairFields {
+  std::vector<TextField> values;
+  std::vector<std::vector<TextField>> lists;
+};
+
+// Splits a libsvm / libffm line (without '\n' and '\r') into *out (sized by the plan) and
+// returns true, or fills *bad (kind, column, text; also a bad label) and returns false. The label
+// "-1" reads as "0" and "+1" as "1" unless the label has a transform (then only '+' is dropped).
+// A token starting with '#' ends the line (a comment). Never reads outside `line`.
+bool SplitPairLine(const ParsePlan& plan, std::string_view line, PairFields* out, BadRow* bad);
+
 class LineParser {
  public:
   explicit LineParser(const ParsePlan* plan);
@@ -211,6 +237,7 @@ class LineParser {
   std::vector<TextField> fields_;      // per slot
   std::vector<std::string> scratch_;   // per slot: unescaped quoted field
   std::string ignored_;                // quoted fields of columns the plan does not read
+  PairFields pairs_;                   // libsvm / libffm
   EvalScratch eval_scratch_;
 };
 
