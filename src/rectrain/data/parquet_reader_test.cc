@@ -99,6 +99,71 @@ TEST(ParquetReaderTest, SameRowsAsTsvGiveIdenticalBatches) {
   }
 }
 
+// Without crosses, splits and filters a row group is evaluated a column at a time, and a
+// dictionary-encoded column once per dictionary entry (hashed once per distinct string, then
+// mapped by index). Its batches must equal the TSV rows' and the row-by-row Parquet path's
+// (forced here by a filter that keeps every row), nulls and list<string> / list<int64> included,
+// for every fixture (both writers, dictionary pages with PLAIN fallback, data pages v1 and v2).
+TEST(ParquetReaderTest, DictionaryPathGivesTheIdsOfPerRowHashing) {
+  auto columnar_config = [](const std::string& file, bool text) {
+    DataConfig c = Config(file, text);
+    c.schema.sparse = {"i64", "b", "c_low", "s_high", "seq", "tags"};
+    c.transforms.erase("c_x_b");
+    return c;
+  };
+  ReadOptions o;
+  o.batch_size = 257;
+  o.chunk_bytes = 256 * 700;  // 700-row slices: several slices share a row group's dictionary
+  auto tsv = ReadAll(columnar_config(Fixture("reader_rows.tsv"), true), o);
+  ASSERT_TRUE(tsv.ok()) << tsv.status();
+  ASSERT_EQ(tsv->labels.size(), 2200u);
+  for (const char* writer : {"duckdb", "pqwasm"}) {
+    for (const char* codec : {"uncompressed", "snappy", "gzip", "zstd", "lz4_raw"}) {
+      for (const char* ver : {"v1", "v2"}) {
+        const std::string name = std::string(writer) + "_" + codec + "_" + ver + ".parquet";
+        SCOPED_TRACE(name);
+        DataConfig c = columnar_config(Fixture(name), false);
+        auto columnar = ReadAll(c, o);
+        ASSERT_TRUE(columnar.ok()) << columnar.status();
+        c.filters = {"i32 not null"};  // keeps every row; forces the row-by-row path
+        auto per_row = ReadAll(c, o);
+        ASSERT_TRUE(per_row.ok()) << per_row.status();
+        EXPECT_EQ(columnar->labels, tsv->labels);
+        EXPECT_EQ(columnar->dense, tsv->dense);
+        EXPECT_EQ(columnar->lists, tsv->lists);
+        EXPECT_EQ(columnar->group, tsv->group);
+        EXPECT_EQ(columnar->lists, per_row->lists);
+        EXPECT_EQ(columnar->dense, per_row->dense);
+        EXPECT_EQ(columnar->group, per_row->group);
+      }
+    }
+  }
+}
+
+// A feature that is bad for some dictionary entries: the rows that use them are rejected (named
+// in the error), the others keep their ids.
+TEST(ParquetReaderTest, BadDictionaryEntriesRejectOnlyTheRowsUsingThem) {
+  DataConfig c = Config(Fixture("pqwasm_snappy_v1.parquet"), false);
+  c.schema.sparse = {"c_low"};
+  c.transforms.erase("c_x_b");
+  c.transforms.erase("tags");
+  c.transforms["c_low"] = "clip(0, 10)";  // numeric steps: "cat_1" is not a number
+  auto strict = ReadAll(c, ReadOptions());
+  EXPECT_EQ(strict.status().message().rfind(Fixture("pqwasm_snappy_v1.parquet") + ": row 2: ", 0), 0u)
+      << strict.status();
+  EXPECT_NE(strict.status().message().find("c_low"), std::string::npos) << strict.status();
+  c.max_bad_rows = 10000;
+  auto counted = ReadAll(c, ReadOptions());
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  int64_t nulls = 0;
+  for (int64_t i = 0; i < 2200; ++i) nulls += i % 13 == 0;
+  EXPECT_EQ(counted->stats.rows_read, nulls);  // a null c_low is the missing id, not bad
+  EXPECT_EQ(counted->stats.rows_rejected, 2200 - nulls);
+  for (const auto& row : counted->lists) {
+    EXPECT_EQ(row[0], (std::vector<uint64_t>{FeatureId(0, "", 11)}));
+  }
+}
+
 TEST(ParquetReaderTest, RowGroupsInParallelAndShuffled) {
   DataConfig c = Config(Fixture("pqwasm_snappy_v1.parquet"), false);  // 3 row groups
   c.files = {Fixture("pqwasm_snappy_v1.parquet"), Fixture("duckdb_gzip_v2.parquet")};

@@ -13,35 +13,58 @@ using io::parquet::ValueKind;
 
 namespace {
 
-RawValue SlotValue(const ColumnData& d, int64_t i) {
+// The value of entry e of d's value vector (a slot when !d.indexed).
+RawValue EntryValue(const ColumnData& d, int64_t e) {
   RawValue v;
-  if (d.IsNull(i)) return v;
   switch (d.kind) {
     case ValueKind::kBool:
       v.kind = RawValue::Kind::kBool;
-      v.i = d.bools[i];
+      v.i = d.bools[e];
       break;
     case ValueKind::kInt32:
       v.kind = RawValue::Kind::kInt;
-      v.i = d.int32s[i];
+      v.i = d.int32s[e];
       break;
     case ValueKind::kInt64:
       v.kind = RawValue::Kind::kInt;
-      v.i = d.int64s[i];
+      v.i = d.int64s[e];
       break;
     case ValueKind::kFloat:
       v.kind = RawValue::Kind::kDouble;
-      v.d = d.floats[i];
+      v.d = d.floats[e];
       break;
     case ValueKind::kDouble:
       v.kind = RawValue::Kind::kDouble;
-      v.d = d.doubles[i];
+      v.d = d.doubles[e];
       break;
     case ValueKind::kBinary:
-      v = RawValue::Text(d.StringAt(i));
+      v = RawValue::Text(d.EntryString(e));
       break;
   }
   return v;
+}
+
+RawValue SlotValue(const ColumnData& d, int64_t i) {
+  if (d.IsNull(i)) return RawValue();
+  return EntryValue(d, d.Entry(i));
+}
+
+// Evaluates `eval(value, &result)` once per entry of an indexed column's value table (entry 0,
+// the null entry, as a missing value) unless already done for this row group. Returns the
+// per-entry results, or nullptr if some entry's value is bad (then the caller evaluates slot by
+// slot, so that only rows that use a bad entry fail).
+template <class T, class Eval>
+const T* EntryResults(const ColumnData& d, int64_t generation, EntryCache<T>* cache, Eval&& eval) {
+  if (cache->generation != generation) {
+    cache->generation = generation;
+    const int64_t n = d.num_entries();
+    cache->values.resize(static_cast<size_t>(n));
+    bool ok = true;
+    if (n > 0) ok &= eval(RawValue(), &cache->values[0]);
+    for (int64_t e = 1; e < n; ++e) ok &= eval(EntryValue(d, e), &cache->values[e]);
+    cache->all_ok = ok;
+  }
+  return cache->all_ok ? cache->values.data() : nullptr;
 }
 
 // One row of decoded column chunks (see row_eval.h for the Row contract).
@@ -71,6 +94,10 @@ struct ParquetRow {
 // Calls fn(k, value) for slots [begin, end) with the kind switch hoisted out of the loop.
 template <class Fn>
 inline void ForEachValue(const ColumnData& d, int64_t begin, int64_t end, Fn&& fn) {
+  if (d.indexed) {
+    for (int64_t i = begin; i < end; ++i) fn(i, SlotValue(d, i));
+    return;
+  }
   const bool nullable = !d.validity.empty();
   RawValue v;
   switch (d.kind) {
@@ -109,7 +136,11 @@ inline void ForEachValue(const ColumnData& d, int64_t begin, int64_t end, Fn&& f
 
 }  // namespace
 
-RowGroupDecoder::RowGroupDecoder(const ParsePlan* plan) : plan_(plan), data_(plan->num_slots()) {
+RowGroupDecoder::RowGroupDecoder(const ParsePlan* plan)
+    : plan_(plan),
+      data_(plan->num_slots()),
+      float_cache_(1 + plan->num_dense()),
+      id_cache_(plan->num_sparse() + 1) {
   columnar_ = plan->filters.empty() && !plan->downsample;
   for (const FeaturePlan& f : plan->sparse) {
     if (f.source2 >= 0 || f.split_sep != 0) columnar_ = false;
@@ -121,8 +152,10 @@ Status RowGroupDecoder::DecodeRowGroup(const io::parquet::ParquetFile& file,
                                        const std::vector<int>& file_columns, int row_group) {
   if (file_ != &file) {
     reader_ = std::make_unique<io::parquet::ColumnChunkReader>(&file);
+    reader_->set_dictionary_form(true);
     file_ = &file;
   }
+  ++generation_;  // the per-entry caches belong to the previous row group
   const int64_t rows = file.row_group_num_rows(row_group);
   for (int slot = 0; slot < plan_->num_slots(); ++slot) {
     // Size the buffers once for the row group instead of growing them page by page (every
@@ -131,6 +164,7 @@ Status RowGroupDecoder::DecodeRowGroup(const io::parquet::ParquetFile& file,
     const auto type = file.schema()[file_columns[slot]].physical_type;
     if (!d.is_list && static_cast<int64_t>(d.validity.capacity()) < rows) {
       d.validity.reserve(rows);
+      d.indices.reserve(rows);
       if (type == io::parquet::PhysicalType::kByteArray) d.offsets.reserve(rows + 1);
       if (type == io::parquet::PhysicalType::kInt64) d.int64s.reserve(rows);
       if (type == io::parquet::PhysicalType::kInt32) d.int32s.reserve(rows);
@@ -153,22 +187,44 @@ bool RowGroupDecoder::EvalColumns(int64_t begin, int64_t end, RowBlock* block) {
   const int64_t n = end - begin;
   block->Reserve(plan, n);
   bool ok = true;
+  // A column in dictionary form is evaluated once per distinct value (EntryResults), then each
+  // slot takes its entry's result.
   {
     const ColumnData& d = data_[plan.columns[plan.label_column].slot];
     float* out = block->labels.data() - begin;
-    ForEachValue(d, begin, end, [&](int64_t i, const RawValue& v) { ok &= LabelValue(plan, v, &out[i]); });
+    auto eval = [&](const RawValue& v, float* o) { return LabelValue(plan, v, o); };
+    const float* per_entry =
+        d.indexed ? EntryResults(d, generation_, &float_cache_[0], eval) : nullptr;
+    if (per_entry) {
+      const uint32_t* idx = d.indices.data();
+      for (int64_t i = begin; i < end; ++i) out[i] = per_entry[idx[i]];
+    } else {
+      ForEachValue(d, begin, end, [&](int64_t i, const RawValue& v) { ok &= eval(v, &out[i]); });
+    }
   }
   const int nd = plan.num_dense();
   for (int j = 0; j < nd && ok; ++j) {
     const FeaturePlan& f = plan.dense[j];
+    const ColumnData& d = data_[plan.columns[f.source].slot];
     float* out = block->dense.data() + j - begin * nd;
-    ForEachValue(data_[plan.columns[f.source].slot], begin, end,
-                 [&](int64_t i, const RawValue& v) { ok &= DenseValue(f, v, &out[i * nd]); });
+    auto eval = [&](const RawValue& v, float* o) { return DenseValue(f, v, o); };
+    const float* per_entry =
+        d.indexed ? EntryResults(d, generation_, &float_cache_[1 + j], eval) : nullptr;
+    if (per_entry) {
+      const uint32_t* idx = d.indices.data();
+      for (int64_t i = begin; i < end; ++i) out[i * nd] = per_entry[idx[i]];
+    } else {
+      ForEachValue(d, begin, end, [&](int64_t i, const RawValue& v) { ok &= eval(v, &out[i * nd]); });
+    }
   }
   const int ns = plan.num_sparse();
   for (int j = 0; j < ns && ok; ++j) {
     const FeaturePlan& f = plan.sparse[j];
     const ColumnData& d = data_[plan.columns[f.source].slot];
+    auto eval = [&](const RawValue& v, uint64_t* id) { return SparseId(f, v, &scratch_, id); };
+    const uint64_t* per_entry =
+        d.indexed ? EntryResults(d, generation_, &id_cache_[j], eval) : nullptr;
+    const uint32_t* idx = d.indices.data();
     if (f.multi) {
       MultiColumn& mc = block->multi[f.multi_index];
       const int64_t max_len = f.max_len > 0 ? f.max_len : INT64_MAX;
@@ -176,25 +232,42 @@ bool RowGroupDecoder::EvalColumns(int64_t begin, int64_t end, RowBlock* block) {
         const int64_t a = d.list_offsets[r];
         const int64_t b = a + std::min(d.list_offsets[r + 1] - a, max_len);
         const size_t start = mc.ids.size();
-        ForEachValue(d, a, b, [&](int64_t, const RawValue& v) {
-          uint64_t id = 0;
-          ok &= SparseId(f, v, &scratch_, &id);
-          mc.ids.push_back(id);
-        });
+        if (per_entry) {
+          for (int64_t k = a; k < b; ++k) mc.ids.push_back(per_entry[idx[k]]);
+        } else {
+          ForEachValue(d, a, b, [&](int64_t, const RawValue& v) {
+            uint64_t id = 0;
+            ok &= eval(v, &id);
+            mc.ids.push_back(id);
+          });
+        }
         if (mc.ids.size() == start) mc.ids.push_back(f.missing_id);
         mc.offsets[r - begin + 1] = static_cast<int32_t>(mc.ids.size());
       }
       continue;
     }
     uint64_t* out = block->ids.data() + j - begin * ns;
-    ForEachValue(d, begin, end,
-                 [&](int64_t i, const RawValue& v) { ok &= SparseId(f, v, &scratch_, &out[i * ns]); });
+    if (per_entry) {
+      for (int64_t i = begin; i < end; ++i) out[i * ns] = per_entry[idx[i]];
+    } else {
+      ForEachValue(d, begin, end, [&](int64_t i, const RawValue& v) { ok &= eval(v, &out[i * ns]); });
+    }
   }
   if (ok && plan.has_group) {
+    const ColumnData& d = data_[plan.columns[plan.group_column].slot];
     uint64_t* out = block->group.data() - begin;
-    ForEachValue(data_[plan.columns[plan.group_column].slot], begin, end, [&](int64_t i, const RawValue& v) {
-      out[i] = HashPremixed(TokenText(v, scratch_.num_a), plan.group_premixed);
-    });
+    auto eval = [&](const RawValue& v, uint64_t* key) {
+      *key = HashPremixed(TokenText(v, scratch_.num_a), plan.group_premixed);
+      return true;
+    };
+    const uint64_t* per_entry =
+        d.indexed ? EntryResults(d, generation_, &id_cache_[ns], eval) : nullptr;
+    if (per_entry) {
+      const uint32_t* idx = d.indices.data();
+      for (int64_t i = begin; i < end; ++i) out[i] = per_entry[idx[i]];
+    } else {
+      ForEachValue(d, begin, end, [&](int64_t i, const RawValue& v) { eval(v, &out[i]); });
+    }
   }
   if (!ok) return false;
   for (int64_t k = 0; k < n; ++k) block->rel_line[k] = static_cast<int32_t>(k + 1);

@@ -1,6 +1,9 @@
 // rectrain/data/internal/parquet_source.h (internal to data/): decodes one row group of a
 // Parquet file into a RowBlock through the same ParsePlan and EvalRow as text rows. Only the
-// columns the plan reads are decoded (column projection).
+// columns the plan reads are decoded (column projection). Dictionary-encoded chunks stay in the
+// dictionary form (io::parquet::ColumnData::indexed): on the columnar path each feature is
+// evaluated once per distinct value (a categorical string is hashed once per dictionary entry,
+// not once per row) and rows take their entry's result; the ids are the same as per row.
 // Thread safety: a RowGroupDecoder belongs to one thread; the ParquetFile may be shared.
 #pragma once
 
@@ -13,6 +16,14 @@
 #include "rectrain/io/parquet/parquet_file.h"
 
 namespace rectrain::data::internal {
+
+// One feature's results per entry of an indexed column's value table, for one row group.
+template <class T>
+struct EntryCache {
+  int64_t generation = -1;  // RowGroupDecoder::generation_ when filled
+  bool all_ok = true;       // false: some entry's value is bad for the feature
+  std::vector<T> values;
+};
 
 class RowGroupDecoder {
  public:
@@ -39,6 +50,9 @@ class RowGroupDecoder {
   const io::parquet::ParquetFile* file_ = nullptr;
   std::unique_ptr<io::parquet::ColumnChunkReader> reader_;
   std::vector<io::parquet::ColumnData> data_;  // per slot
+  int64_t generation_ = 0;                      // bumped per decoded row group
+  std::vector<EntryCache<float>> float_cache_;  // label, then dense features
+  std::vector<EntryCache<uint64_t>> id_cache_;  // sparse features, then the group key
   EvalScratch scratch_;
 };
 

@@ -2,6 +2,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -104,19 +105,21 @@ std::string HexSnippet(const uint8_t* p, int64_t n) {
 
 }  // namespace
 
+// Buffers reused across pages, columns and row groups (PodVector: resize() does not zero-fill).
 struct ColumnChunkReader::Scratch {
-  std::vector<uint8_t> chunk;
-  std::vector<uint8_t> page;
-  std::vector<uint16_t> def, rep;
-  std::vector<uint32_t> indices;
-  std::vector<int32_t> lengths, prefixes;
+  PodVector<uint8_t> chunk;
+  PodVector<uint8_t> page;
+  PodVector<uint16_t> def, rep;
+  PodVector<uint32_t> indices;
+  PodVector<int32_t> lengths, prefixes;
   // Dictionary: fixed-width values as slot bytes, or byte arrays as offsets + bytes.
   bool has_dict = false;
   int64_t dict_size = 0;
-  std::vector<uint8_t> dict_fixed;
-  std::vector<int64_t> dict_offsets;
-  std::vector<uint8_t> dict_bytes;
-  // Slot ranges [begin, end) holding strings that were not validated through the dictionary.
+  PodVector<uint8_t> dict_fixed;
+  PodVector<int64_t> dict_offsets;
+  PodVector<uint8_t> dict_bytes;
+  // Ranges [begin, end) of values (slots; entries in dictionary form) holding strings that were
+  // not validated through the dictionary.
   std::vector<std::pair<int64_t, int64_t>> utf8_unchecked;
 };
 
@@ -161,7 +164,7 @@ Status DecodePlainFixed(const ChunkContext& c, std::span<const uint8_t> in, int6
 
 // Appends n PLAIN byte arrays (length-prefixed, or fixed `type_length`) to offsets/bytes.
 Status DecodePlainBinary(const ChunkContext& c, std::span<const uint8_t> in, int64_t n,
-                         std::vector<int64_t>* offsets, std::vector<uint8_t>* bytes) {
+                         PodVector<int64_t>* offsets, PodVector<uint8_t>* bytes) {
   const int64_t size = static_cast<int64_t>(in.size());
   const int64_t base = bytes->size();
   if (c.col->physical_type == PhysicalType::kFixedLenByteArray) {
@@ -215,8 +218,8 @@ Status DecodePlainBinary(const ChunkContext& c, std::span<const uint8_t> in, int
 
 // Appends byte arrays given lengths (DELTA_LENGTH_BYTE_ARRAY body).
 Status AppendByLengths(const int32_t* lengths, int64_t n, std::span<const uint8_t> data,
-                       int64_t fixed_len, std::vector<int64_t>* offsets,
-                       std::vector<uint8_t>* bytes) {
+                       int64_t fixed_len, PodVector<int64_t>* offsets,
+                       PodVector<uint8_t>* bytes) {
   int64_t total = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (lengths[i] < 0) return DataLossError("negative byte array length " +
@@ -242,7 +245,7 @@ Status AppendByLengths(const int32_t* lengths, int64_t n, std::span<const uint8_
 }
 
 Status DecodeDeltaByteArray(const ChunkContext& c, std::span<const uint8_t> in, int64_t n,
-                            std::vector<int64_t>* offsets, std::vector<uint8_t>* bytes) {
+                            PodVector<int64_t>* offsets, PodVector<uint8_t>* bytes) {
   Scratch& s = *c.s;
   s.prefixes.resize(n);
   s.lengths.resize(n);
@@ -290,38 +293,53 @@ Status DecodeDeltaByteArray(const ChunkContext& c, std::span<const uint8_t> in, 
   return OkStatus();
 }
 
-// Decodes n non-null values of `encoding` from `in`, appended at slot `base` of c.out.
+bool IsDictionaryEncoding(int32_t encoding) {
+  return encoding == internal::kPlainDictionary || encoding == internal::kRleDictionary;
+}
+
+// Decodes the n dictionary indices of a dictionary-encoded page into s.indices, each checked
+// to be below the dictionary size.
+Status DecodeDictionaryIndices(const ChunkContext& c, int32_t encoding,
+                               std::span<const uint8_t> in, int64_t n) {
+  Scratch& s = *c.s;
+  if (!s.has_dict) {
+    return DataLossError(EncodingName(encoding) +
+                         " page but the column chunk has no dictionary page");
+  }
+  s.indices.resize(n);
+  if (in.empty()) {
+    if (n == 0) return OkStatus();
+    return DataLossError("dictionary-encoded page has no bit-width byte");
+  }
+  int bw = in[0];
+  if (bw > 32) return DataLossError("dictionary index bit width " + std::to_string(bw) +
+                                    " exceeds 32");
+  RECTRAIN_RETURN_IF_ERROR(
+      internal::DecodeRleHybrid<uint32_t>(in.subspan(1), bw, n, s.indices.data()))
+      << "in dictionary indices";
+  const uint32_t* idx = s.indices.data();
+  uint32_t max_idx = 0;
+  for (int64_t i = 0; i < n; ++i) max_idx = std::max(max_idx, idx[i]);
+  if (n > 0 && max_idx >= s.dict_size) {
+    int64_t first = 0;
+    while (idx[first] < s.dict_size) ++first;
+    return DataLossError("dictionary index " + std::to_string(idx[first]) +
+                         " out of range (dictionary has " + std::to_string(s.dict_size) +
+                         " entries) at value " + std::to_string(first) + " of the page");
+  }
+  return OkStatus();
+}
+
+// Decodes n non-null values of `encoding` from `in`, appended at slot (in dictionary form:
+// entry) `base` of c.out. Dictionary-encoded pages are expanded (not used in dictionary form).
 Status DecodeValues(const ChunkContext& c, int32_t encoding, std::span<const uint8_t> in,
                     int64_t base, int64_t n) {
   ColumnData* out = c.out;
   Scratch& s = *c.s;
   const PhysicalType pt = c.col->physical_type;
-  if (encoding == internal::kPlainDictionary || encoding == internal::kRleDictionary) {
-    if (!s.has_dict) {
-      return DataLossError(EncodingName(encoding) +
-                           " page but the column chunk has no dictionary page");
-    }
-    if (in.empty()) {
-      if (n == 0) return OkStatus();
-      return DataLossError("dictionary-encoded page has no bit-width byte");
-    }
-    int bw = in[0];
-    if (bw > 32) return DataLossError("dictionary index bit width " + std::to_string(bw) +
-                                      " exceeds 32");
-    s.indices.resize(n);
-    RECTRAIN_RETURN_IF_ERROR(
-        internal::DecodeRleHybrid<uint32_t>(in.subspan(1), bw, n, s.indices.data()))
-        << "in dictionary indices";
+  if (IsDictionaryEncoding(encoding)) {
+    RECTRAIN_RETURN_IF_ERROR(DecodeDictionaryIndices(c, encoding, in, n));
     const uint32_t* idx = s.indices.data();
-    uint32_t max_idx = 0;
-    for (int64_t i = 0; i < n; ++i) max_idx = std::max(max_idx, idx[i]);
-    if (n > 0 && max_idx >= s.dict_size) {
-      int64_t first = 0;
-      while (idx[first] < s.dict_size) ++first;
-      return DataLossError("dictionary index " + std::to_string(idx[first]) +
-                           " out of range (dictionary has " + std::to_string(s.dict_size) +
-                           " entries) at value " + std::to_string(first) + " of the page");
-    }
     if (c.kind == ValueKind::kBinary) {
       const int64_t* doff = s.dict_offsets.data();
       const uint8_t* dbytes = s.dict_bytes.data();
@@ -494,6 +512,50 @@ Status DecodeDictionaryPage(const ChunkContext& c, const internal::DictionaryPag
   return OkStatus();
 }
 
+// Dictionary form: makes the decoded dictionary the head of c.out's value table (entry 0 null,
+// entries 1..n the dictionary).
+Status StartDictionaryTable(const ChunkContext& c) {
+  Scratch& s = *c.s;
+  ColumnData* out = c.out;
+  if (s.dict_size + 1 > static_cast<int64_t>(UINT32_MAX)) {
+    return ResourceExhaustedError("dictionary of " + std::to_string(s.dict_size) +
+                                  " entries is too large for the dictionary form");
+  }
+  out->indexed = true;
+  out->dictionary_size = s.dict_size;
+  out->indices.clear();
+  if (c.kind == ValueKind::kBinary) {
+    // offsets is {0} (no slots decoded yet): entry 0 is empty, then the dictionary's strings.
+    out->offsets.assign(2, 0);
+    out->offsets.insert(out->offsets.end(), s.dict_offsets.begin() + 1, s.dict_offsets.end());
+    out->bytes.assign(s.dict_bytes.begin(), s.dict_bytes.end());
+    return OkStatus();
+  }
+  uint8_t* dst = ResizeFixed(out, s.dict_size + 1);
+  std::memset(dst, 0, c.width);
+  if (s.dict_size > 0) std::memcpy(dst + c.width, s.dict_fixed.data(), s.dict_size * c.width);
+  return OkStatus();
+}
+
+// Dictionary form: appends n_slots indices for one page whose n_present values are entry(j),
+// j = 0..n_present-1, in order; null slots (validity 0 from slot_base on) get entry 0.
+template <class EntryOf>
+void AppendIndices(ColumnData* out, int64_t slot_base, int64_t n_present, int64_t n_slots,
+                   EntryOf entry_of) {
+  out->indices.resize(slot_base + n_slots);
+  uint32_t* dst = out->indices.data() + slot_base;
+  if (n_slots == n_present) {
+    for (int64_t i = 0; i < n_slots; ++i) dst[i] = entry_of(i);
+    return;
+  }
+  const uint8_t* valid = out->validity.data() + slot_base;
+  int64_t j = 0;
+  for (int64_t i = 0; i < n_slots; ++i) {
+    dst[i] = valid[i] ? entry_of(j) : 0u;
+    j += valid[i];
+  }
+}
+
 // Places the n_present compact values at [base, base + n_present) into slots
 // [base, base + n_slots) according to validity[base + i].
 void SpreadNulls(const ChunkContext& c, int64_t base, int64_t n_present, int64_t n_slots) {
@@ -523,7 +585,7 @@ void SpreadNulls(const ChunkContext& c, int64_t base, int64_t n_present, int64_t
 }
 
 Status DecodeLevels(std::span<const uint8_t> in, int max_level, int64_t n,
-                    std::vector<uint16_t>* out, const char* what) {
+                    PodVector<uint16_t>* out, const char* what) {
   out->resize(n);
   RECTRAIN_RETURN_IF_ERROR(
       internal::DecodeRleHybrid<uint16_t>(in, BitWidth(max_level), n, out->data()))
@@ -595,7 +657,7 @@ Status AssembleLevels(const ChunkContext& c, int64_t n_levels, int64_t* n_presen
 }
 
 Status Decompress(const ChunkContext& c, int32_t codec, std::span<const uint8_t> in,
-                  int64_t declared, std::vector<uint8_t>* out) {
+                  int64_t declared, PodVector<uint8_t>* out) {
   if (declared > c.opt->max_page_bytes) {
     return ResourceExhaustedError("page declares " + std::to_string(declared) +
                                   " uncompressed bytes, above ParquetReadOptions::max_page_bytes (" +
@@ -708,6 +770,35 @@ Status ReadDataPage(const ChunkContext& c, const ColumnMetaData& meta, const Pag
     RECTRAIN_RETURN_IF_ERROR(DecodeLevels(def_in, col.max_definition_level, n_levels, &s.def,
                                           "definition"));
   }
+  if (out->indexed) {
+    const int64_t slot_base = static_cast<int64_t>(out->indices.size());
+    int64_t n_present = 0, n_slots = 0;
+    RECTRAIN_RETURN_IF_ERROR(AssembleLevels(c, n_levels, &n_present, &n_slots, rows));
+    if (IsDictionaryEncoding(encoding)) {
+      RECTRAIN_RETURN_IF_ERROR(DecodeDictionaryIndices(c, encoding, values, n_present))
+          << "in " << EncodingName(encoding) << " values";
+      const uint32_t* idx = s.indices.data();
+      AppendIndices(out, slot_base, n_present, n_slots,
+                    [idx](int64_t j) { return idx[j] + 1; });
+    } else {
+      // A fallback page: its values become new entries of the table.
+      const int64_t entry_base = out->num_entries();
+      if (entry_base + n_present > static_cast<int64_t>(UINT32_MAX)) {
+        return ResourceExhaustedError("column chunk has more than 2^32 values");
+      }
+      RECTRAIN_RETURN_IF_ERROR(DecodeValues(c, encoding, values, entry_base, n_present))
+          << "in " << EncodingName(encoding) << " values";
+      AppendIndices(out, slot_base, n_present, n_slots, [entry_base](int64_t j) {
+        return static_cast<uint32_t>(entry_base + j);
+      });
+      if (col.logical_type == LogicalType::kString && c.kind == ValueKind::kBinary &&
+          n_present > 0) {
+        s.utf8_unchecked.emplace_back(entry_base, entry_base + n_present);
+      }
+    }
+    *levels_read += n_levels;
+    return OkStatus();
+  }
   const int64_t base = c.kind == ValueKind::kBinary ? static_cast<int64_t>(out->offsets.size()) - 1
                                                     : out->num_slots();
   int64_t n_present = 0, n_slots = 0;
@@ -716,8 +807,7 @@ Status ReadDataPage(const ChunkContext& c, const ColumnMetaData& meta, const Pag
       << "in " << EncodingName(encoding) << " values";
   if (n_slots != n_present) SpreadNulls(c, base, n_present, n_slots);
   if (col.logical_type == LogicalType::kString && c.kind == ValueKind::kBinary &&
-      encoding != internal::kPlainDictionary &&
-      encoding != internal::kRleDictionary && n_slots > 0) {
+      !IsDictionaryEncoding(encoding) && n_slots > 0) {
     s.utf8_unchecked.emplace_back(base, base + n_slots);
   }
   *levels_read += n_levels;
@@ -736,9 +826,15 @@ Status CheckUtf8(const ChunkContext& c) {
       if (o < b1 && (bytes[o] & 0xc0) == 0x80) ok = false;
     }
     if (ok) continue;
-    for (int64_t i = begin; i < end; ++i) {
-      int64_t o = out.offsets[i], len = out.offsets[i + 1] - o;
+    for (int64_t e = begin; e < end; ++e) {
+      int64_t o = out.offsets[e], len = out.offsets[e + 1] - o;
       if (internal::IsValidUtf8(bytes + o, len)) continue;
+      // The slot of value e (in dictionary form, the one slot that points at entry e).
+      int64_t i = e;
+      if (out.indexed) {
+        i = std::find(out.indices.begin(), out.indices.end(), static_cast<uint32_t>(e)) -
+            out.indices.begin();
+      }
       std::string where;
       if (out.is_list) {
         int64_t row = std::upper_bound(out.list_offsets.begin(), out.list_offsets.end(), i) -
@@ -831,7 +927,8 @@ Status ColumnChunkReader::Read(int row_group, int column, ColumnData* out) {
   detail::ChunkContext c{&col, &opt, &s, out, out->kind, SlotWidth(out->kind),
                          impl.list_def_level[column], start};
 
-  if (Status st = file_->ReadAt(start, size, &s.chunk); !st.ok()) return fail(st);
+  s.chunk.resize(size);
+  if (Status st = file_->ReadAt(start, size, s.chunk.data()); !st.ok()) return fail(st);
   const std::span<const uint8_t> chunk(s.chunk.data(), s.chunk.size());
   int64_t pos = 0, levels_read = 0, rows = 0;
   while (levels_read < meta.num_values) {
@@ -876,6 +973,7 @@ Status ColumnChunkReader::Read(int row_group, int column, ColumnData* out) {
           st = detail::DecodeDictionaryPage(c, *ph.dictionary_page_header,
                                             std::span<const uint8_t>(s.page.data(), s.page.size()));
         }
+        if (st.ok() && dictionary_form_) st = detail::StartDictionaryTable(c);
         break;
       case internal::kDataPage:
       case internal::kDataPageV2:

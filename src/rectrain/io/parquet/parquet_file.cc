@@ -261,6 +261,10 @@ std::string_view LogicalTypeName(LogicalType type) {
 }
 
 int64_t ColumnData::num_slots() const {
+  return indexed ? static_cast<int64_t>(indices.size()) : num_entries();
+}
+
+int64_t ColumnData::num_entries() const {
   switch (kind) {
     case ValueKind::kBool: return static_cast<int64_t>(bools.size());
     case ValueKind::kInt32: return static_cast<int64_t>(int32s.size());
@@ -285,6 +289,9 @@ void ColumnData::Clear() {
   validity.clear();
   list_offsets.clear();
   list_validity.clear();
+  indexed = false;
+  dictionary_size = 0;
+  indices.clear();
 }
 
 ParquetFile::Impl::~Impl() {
@@ -300,13 +307,12 @@ int64_t ParquetFile::row_group_num_rows(int row_group) const {
   return impl_->meta.row_groups[row_group].num_rows;
 }
 
-Status ParquetFile::ReadAt(int64_t offset, int64_t size, std::vector<uint8_t>* out) const {
-  out->resize(static_cast<size_t>(size));
+Status ParquetFile::ReadAt(int64_t offset, int64_t size, uint8_t* out) const {
   if (impl_->fd < 0) {
-    if (size > 0) std::memcpy(out->data(), impl_->buffer.data() + offset, size);
+    if (size > 0) std::memcpy(out, impl_->buffer.data() + offset, size);
     return OkStatus();
   }
-  return PreadFull(impl_->fd, offset, size, out->data());
+  return PreadFull(impl_->fd, offset, size, out);
 }
 
 Result<int> ParquetFile::FindColumn(std::string_view name) const {

@@ -16,6 +16,11 @@
 // in ParquetReadOptions is exceeded) whose message starts with the path and, for column data,
 // names the column, the row group and the page offset.
 //
+// Dictionary form: a ColumnChunkReader with set_dictionary_form(true) leaves dictionary-encoded
+// chunks as a table of distinct values plus one index per slot (see ColumnData::indexed), so a
+// consumer can transform each distinct value once (hash a string once per dictionary entry, not
+// once per row) and saves the copy of every string.
+//
 // Thread safety: a ParquetFile is immutable after Open; ReadColumn and the accessors may be
 // called concurrently from any number of threads (reads use pread). A ColumnChunkReader holds
 // scratch buffers and must be used by one thread at a time; use one per thread to read row
@@ -35,8 +40,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rectrain/base/result.h"
@@ -104,26 +111,61 @@ enum class ValueKind : uint8_t {
   kBinary,  // ColumnData::offsets + bytes (BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY)
 };
 
+// std::allocator that leaves elements uninitialised on resize() (value-initialisation would
+// zero-fill every buffer before the decoder overwrites it: one more pass over memory, and the
+// first touch of fresh pages is slow on our machines). Every decoder writes all the elements it
+// resizes to.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  using value_type = T;
+  UninitAllocator() noexcept = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0) {
+      ::new (static_cast<void*>(p)) U;
+    } else {
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+  }
+};
+template <class T>
+using PodVector = std::vector<T, UninitAllocator<T>>;
+
 // One column chunk, decoded. "Slots" are rows for a plain column and list elements for a list
 // column. Exactly one value vector (chosen by `kind`) has num_slots() entries; a null slot holds
 // 0 / false / an empty byte string. Vectors keep their capacity across reads (reuse one
 // ColumnData per thread to avoid page faults on fresh memory).
+//
+// Dictionary form (`indexed`; only from a ColumnChunkReader with set_dictionary_form(true), and
+// only for a chunk that has a dictionary page): the value vector (or offsets + bytes) holds a
+// table of num_entries() entries instead of one value per slot, and slot i holds entry
+// indices[i]. Entry 0 is the null entry (0 / false / empty) that every null slot points at;
+// entries 1..dictionary_size are the dictionary in page order; values of pages that are not
+// dictionary-encoded (a writer's fallback when the dictionary grows too large) follow, one entry
+// per value. Read values through Entry(slot) (or StringAt, which does it); indexing a value
+// vector by slot is only right when !indexed. A dictionary entry may be unused or repeated.
 struct ColumnData {
   ValueKind kind = ValueKind::kInt64;
   int64_t num_rows = 0;
   bool is_list = false;
 
-  std::vector<uint8_t> bools;
-  std::vector<int32_t> int32s;
-  std::vector<int64_t> int64s;
-  std::vector<float> floats;
-  std::vector<double> doubles;
-  // kBinary: slot i holds bytes[offsets[i], offsets[i+1]); offsets has num_slots() + 1 entries.
-  std::vector<int64_t> offsets;
-  std::vector<uint8_t> bytes;
+  PodVector<uint8_t> bools;
+  PodVector<int32_t> int32s;
+  PodVector<int64_t> int64s;
+  PodVector<float> floats;
+  PodVector<double> doubles;
+  // kBinary: entry e holds bytes[offsets[e], offsets[e+1]); offsets has num_entries() + 1 values.
+  PodVector<int64_t> offsets;
+  PodVector<uint8_t> bytes;
 
   // Per slot, 1 = present, 0 = null. Empty when the slots cannot be null (all present).
-  std::vector<uint8_t> validity;
+  PodVector<uint8_t> validity;
 
   // is_list only: row r holds slots [list_offsets[r], list_offsets[r+1]) (num_rows + 1 entries),
   // and list_validity[r] is 0 for a null list (empty vector: no null lists). A null list and an
@@ -131,13 +173,22 @@ struct ColumnData {
   std::vector<int64_t> list_offsets;
   std::vector<uint8_t> list_validity;
 
+  // Dictionary form (see above): per slot, its entry in the value table.
+  bool indexed = false;
+  int64_t dictionary_size = 0;  // entries 1..dictionary_size come from the dictionary page
+  PodVector<uint32_t> indices;
+
   int64_t num_slots() const;
+  // Values in the value vector: num_slots() unless indexed.
+  int64_t num_entries() const;
+  int64_t Entry(int64_t slot) const { return indexed ? indices[slot] : slot; }
   bool IsNull(int64_t slot) const { return !validity.empty() && validity[slot] == 0; }
   bool IsNullList(int64_t row) const { return !list_validity.empty() && list_validity[row] == 0; }
-  std::string_view StringAt(int64_t slot) const {
-    return {reinterpret_cast<const char*>(bytes.data()) + offsets[slot],
-            static_cast<size_t>(offsets[slot + 1] - offsets[slot])};
+  std::string_view EntryString(int64_t entry) const {
+    return {reinterpret_cast<const char*>(bytes.data()) + offsets[entry],
+            static_cast<size_t>(offsets[entry + 1] - offsets[entry])};
   }
+  std::string_view StringAt(int64_t slot) const { return EntryString(Entry(slot)); }
   // Empties all vectors, keeping their capacity.
   void Clear();
 };
@@ -193,8 +244,8 @@ class ParquetFile {
  private:
   friend class ColumnChunkReader;
   ParquetFile();
-  // Reads [offset, offset + size) of the file into out (bounds already checked).
-  Status ReadAt(int64_t offset, int64_t size, std::vector<uint8_t>* out) const;
+  // Reads [offset, offset + size) of the file into out[0, size) (bounds already checked).
+  Status ReadAt(int64_t offset, int64_t size, uint8_t* out) const;
 
   std::string path_;
   int64_t file_size_ = 0;
@@ -216,10 +267,15 @@ class ColumnChunkReader {
   // capacity kept). On error *out is unspecified. Errors as described at the top of this file.
   Status Read(int row_group, int column, ColumnData* out);
 
+  // With true, later Reads leave a chunk that has a dictionary page in dictionary form
+  // (ColumnData::indexed); chunks without one are read as usual. Default false.
+  void set_dictionary_form(bool on) { dictionary_form_ = on; }
+
   struct Scratch;  // implementation detail (column_reader.cc)
 
  private:
   const ParquetFile* file_;
+  bool dictionary_form_ = false;
   std::unique_ptr<Scratch> scratch_;
 };
 

@@ -34,15 +34,19 @@ int ReadEverything(const std::vector<uint8_t>& bytes) {
     EXPECT_EQ(f.status().message().rfind("mutant: ", 0), 0u) << f.status();
     return 0;
   }
-  ColumnChunkReader reader(f->get());
+  // Both the expanded and the dictionary form (which take different paths through the pages).
+  ColumnChunkReader reader(f->get()), dict_reader(f->get());
+  dict_reader.set_dictionary_form(true);
   ColumnData d;
   int ok = 1;
   for (int rg = 0; rg < (*f)->num_row_groups(); ++rg) {
     for (int c = 0; c < (*f)->num_columns(); ++c) {
-      Status st = reader.Read(rg, c, &d);
-      if (!st.ok()) {
-        EXPECT_EQ(st.message().rfind("mutant: ", 0), 0u) << st;
-        ok = 0;
+      for (ColumnChunkReader* r : {&reader, &dict_reader}) {
+        Status st = r->Read(rg, c, &d);
+        if (!st.ok()) {
+          EXPECT_EQ(st.message().rfind("mutant: ", 0), 0u) << st;
+          ok = 0;
+        }
       }
     }
   }

@@ -217,6 +217,69 @@ TEST_P(FixtureTest, OpenBufferMatchesOpenAndRowGroupsReadIndependently) {
   }
 }
 
+// Dictionary form (set_dictionary_form) holds the same value in every slot as the expanded read:
+// every column (nulls, lists, fixed-width, PLAIN fallback pages after the dictionary) of every
+// row group of every fixture.
+TEST_P(FixtureTest, DictionaryFormHoldsTheSameValues) {
+  const std::string path = FixtureDir() + "/" + GetParam();
+  auto opened = ParquetFile::Open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const ParquetFile& file = **opened;
+  ColumnChunkReader plain(&file), dict(&file);
+  dict.set_dictionary_form(true);
+  ColumnData a, b;
+  int indexed_chunks = 0, fallback_chunks = 0, c_low_indexed = 0;
+  // Read twice over so that buffers reused from a different column or mode must be reset.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int rg = 0; rg < file.num_row_groups(); ++rg) {
+      for (int c = 0; c < file.num_columns(); ++c) {
+        SCOPED_TRACE(file.schema()[c].name + " row group " + std::to_string(rg));
+        ASSERT_TRUE(plain.Read(rg, c, &a).ok());
+        ASSERT_TRUE(dict.Read(rg, c, &b).ok());
+        ASSERT_FALSE(a.indexed);
+        ASSERT_EQ(a.kind, b.kind);
+        ASSERT_EQ(a.num_rows, b.num_rows);
+        ASSERT_EQ(a.num_slots(), b.num_slots());
+        EXPECT_EQ(a.validity, b.validity);
+        EXPECT_EQ(a.list_offsets, b.list_offsets);
+        EXPECT_EQ(a.list_validity, b.list_validity);
+        if (!b.indexed) {
+          EXPECT_EQ(b.num_entries(), b.num_slots());
+          EXPECT_TRUE(b.indices.empty());
+        } else {
+          ++indexed_chunks;
+          if (c == 6) ++c_low_indexed;
+          ASSERT_EQ(static_cast<int64_t>(b.indices.size()), b.num_slots());
+          ASSERT_GE(b.num_entries(), b.dictionary_size + 1);
+          if (b.num_entries() > b.dictionary_size + 1) ++fallback_chunks;
+        }
+        for (int64_t i = 0; i < a.num_slots(); ++i) {
+          const int64_t e = b.Entry(i);
+          ASSERT_LT(e, b.num_entries()) << i;
+          if (b.indexed) {
+            ASSERT_EQ(e == 0, b.IsNull(i)) << "null slots, and only they, use entry 0";
+          }
+          switch (a.kind) {
+            case ValueKind::kBool: ASSERT_EQ(a.bools[i], b.bools[e]) << i; break;
+            case ValueKind::kInt32: ASSERT_EQ(a.int32s[i], b.int32s[e]) << i; break;
+            case ValueKind::kInt64: ASSERT_EQ(a.int64s[i], b.int64s[e]) << i; break;
+            case ValueKind::kFloat: ASSERT_EQ(a.floats[i], b.floats[e]) << i; break;
+            case ValueKind::kDouble: ASSERT_EQ(a.doubles[i], b.doubles[e]) << i; break;
+            case ValueKind::kBinary: ASSERT_EQ(a.StringAt(i), b.StringAt(i)) << i; break;
+          }
+        }
+      }
+    }
+  }
+  // Both writers dictionary-encode c_low (DuckDB not in its last, small row group);
+  // parquet-wasm's small dictionary limit makes s_high fall back to PLAIN pages inside a chunk.
+  EXPECT_GE(c_low_indexed, 2 * (file.num_row_groups() - 1));
+  EXPECT_GT(indexed_chunks, c_low_indexed);
+  if (GetParam().rfind("pqwasm", 0) == 0) {
+    EXPECT_GT(fallback_chunks, 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllWriters, FixtureTest, ::testing::ValuesIn(FixtureNames()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            return param_info.param.substr(0, param_info.param.size() - 8);
@@ -401,16 +464,23 @@ std::vector<uint8_t> BuildFile(const std::vector<TestColumn>& cols, int64_t num_
   return std::vector<uint8_t>(data.begin(), data.end());
 }
 
+// Reads every chunk, expanded and in the dictionary form; both must fail the same way.
 Status ReadAll(const std::vector<uint8_t>& bytes) {
   auto f = ParquetFile::OpenBuffer("mem", bytes);
   if (!f.ok()) return f.status();
-  for (int rg = 0; rg < (*f)->num_row_groups(); ++rg) {
-    for (int c = 0; c < (*f)->num_columns(); ++c) {
-      auto d = (*f)->ReadColumn(rg, c);
-      if (!d.ok()) return d.status();
+  Status result[2];
+  for (int form = 0; form < 2; ++form) {
+    ColumnChunkReader reader(f->get());
+    reader.set_dictionary_form(form == 1);
+    ColumnData d;
+    for (int rg = 0; rg < (*f)->num_row_groups() && result[form].ok(); ++rg) {
+      for (int c = 0; c < (*f)->num_columns() && result[form].ok(); ++c) {
+        result[form] = reader.Read(rg, c, &d);
+      }
     }
   }
-  return OkStatus();
+  EXPECT_EQ(result[0].ToString(), result[1].ToString()) << "expanded vs dictionary form";
+  return result[0];
 }
 
 TEST(ParquetHandmade, ValidFileReads) {
@@ -519,6 +589,70 @@ TEST(ParquetHandmade, HostileDictionaryExpansionIsBounded) {
                 std::to_string(4 + dict.size()) +
                 ": in RLE_DICTIONARY values: dictionary strings expand to more than "
                 "ParquetReadOptions::max_chunk_bytes (1048576)");
+}
+
+TEST(ParquetHandmade, DictionaryFormDoesNotExpand) {
+  // The chunk of HostileDictionaryExpansionIsBounded: in dictionary form it is 1e6 indices of one
+  // 1000-byte entry, not 1 GB of strings, so it reads within the same limit.
+  TestColumn s{"s"};
+  std::string dict = Page(2, 1, 0, PlainStrings({std::string(1000, 'a')}));
+  std::string run = {'\x01'};
+  for (uint64_t v = 2000000; ; v >>= 7) {
+    if (v < 0x80) { run += static_cast<char>(v); break; }
+    run += static_cast<char>((v & 0x7f) | 0x80);
+  }
+  run += '\0';
+  s.chunk = dict + Page(0, 1000000, 8, run);
+  s.num_values = 1000000;
+  s.has_dict = true;
+  ParquetReadOptions opt;
+  opt.max_chunk_bytes = 1 << 20;
+  auto f = ParquetFile::OpenBuffer("mem", BuildFile({s}, 1000000), opt);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ColumnChunkReader reader(f->get());
+  reader.set_dictionary_form(true);
+  ColumnData d;
+  ASSERT_TRUE(reader.Read(0, 0, &d).ok());
+  ASSERT_TRUE(d.indexed);
+  EXPECT_EQ(d.dictionary_size, 1);
+  EXPECT_EQ(d.num_entries(), 2);
+  ASSERT_EQ(d.num_slots(), 1000000);
+  EXPECT_EQ(d.StringAt(0), std::string(1000, 'a'));
+  EXPECT_EQ(d.StringAt(999999), std::string(1000, 'a'));
+  EXPECT_EQ(d.EntryString(0), "");
+}
+
+TEST(ParquetHandmade, DictionaryWithPlainFallbackPage) {
+  // A dictionary page {"a", "b"}, a dictionary-encoded page [b, a], then a PLAIN page ["c", "a"]
+  // (a writer's fallback): in dictionary form the PLAIN values become entries 3 and 4.
+  TestColumn s{"s"};
+  std::string dict = Page(2, 2, 0, PlainStrings({"a", "b"}));
+  // bit width 1, bit-packed run of 1 group (header 3): values 1, 0 -> byte 0b01.
+  s.chunk = dict + Page(0, 2, 8, std::string{'\x01', '\x03', '\x01'}) +
+            Page(0, 2, 0, PlainStrings({"c", "a"}));
+  s.num_values = 4;
+  s.has_dict = true;
+  auto f = ParquetFile::OpenBuffer("mem", BuildFile({s}, 4));
+  ASSERT_TRUE(f.ok()) << f.status();
+  ColumnChunkReader reader(f->get());
+  reader.set_dictionary_form(true);
+  ColumnData d;
+  ASSERT_TRUE(reader.Read(0, 0, &d).ok());
+  ASSERT_TRUE(d.indexed);
+  EXPECT_EQ(d.dictionary_size, 2);
+  EXPECT_EQ(d.num_entries(), 5);
+  EXPECT_EQ(std::vector<uint32_t>(d.indices.begin(), d.indices.end()),
+            (std::vector<uint32_t>{2, 1, 3, 4}));
+  EXPECT_EQ(d.StringAt(0), "b");
+  EXPECT_EQ(d.StringAt(1), "a");
+  EXPECT_EQ(d.StringAt(2), "c");
+  EXPECT_EQ(d.StringAt(3), "a");
+  // Invalid UTF-8 in the fallback page is reported at its row in both forms.
+  s.chunk = dict + Page(0, 2, 8, std::string{'\x01', '\x03', '\x01'}) +
+            Page(0, 2, 0, PlainStrings({"c", "\xff"}));
+  EXPECT_EQ(ReadAll(BuildFile({s}, 4)).ToString(),
+            "DATA_LOSS: mem: column 's' (row group 0): invalid UTF-8 in row 3 of the row group "
+            "(bytes: ff)");
 }
 
 TEST(ParquetHandmade, InvalidUtf8) {
