@@ -37,5 +37,27 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
   }
 }
 
+// examples/libsvm/: the libsvm (LR over the bag of indices) and libffm (DeepFM over 8 fields)
+// configs parse and build their models for the schema their format gives (docs/formats/libsvm.md).
+TEST(Examples, LibsvmExamplesParseAndBuildTheirModels) {
+  struct Case {
+    std::string name, format, model;
+    std::vector<std::string> sparse;
+  };
+  const std::vector<Case> cases = {
+      {"adult_libsvm", "libsvm", "lr", {"features"}},
+      {"adult_libffm", "libffm", "deepfm", {"6", "7", "8", "9", "10", "11", "12", "13"}},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    auto c = config::LoadTrainConfig(SourceDir() + "/examples/libsvm/" + k.name + ".yaml", {});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->config.data.schema.format, k.format);
+    EXPECT_EQ(c->config.model.type, k.model);
+    auto model = nn::MakeModel(c->config.model, k.sparse, 6, c->config.embedding);
+    ASSERT_TRUE(model.ok()) << model.status();
+  }
+}
+
 }  // namespace
 }  // namespace rectrain
