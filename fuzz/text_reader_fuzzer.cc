@@ -1,6 +1,7 @@
-// libFuzzer target: the text (criteo / csv / tsv) reader and row parser with transforms,
-// filters and downsampling, plus the data profile (`rectrain data stats`) of the same bytes.
-// The first input byte picks the configuration; the rest is the file. Any outcome other than a
+// libFuzzer target: the text (criteo / csv / tsv / libsvm / libffm) reader and row parser with
+// transforms, filters and downsampling, plus the data profile (`rectrain data stats`) of the same
+// bytes. The first input byte picks the configuration (bit 7 set: libsvm for even bytes, libffm
+// for odd ones; else one of four criteo/csv/tsv modes); the rest is the file. Any outcome other than a
 // crash, hang, sanitizer report or leak is fine: errors must be Status values.
 // Build: cmake -DRECTRAIN_BUILD_FUZZERS=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang
 // Run:   ./text_reader_fuzzer -max_len=4096 fuzz/corpus/text   (docs/data.md, Fuzzing)
@@ -19,7 +20,19 @@ rectrain::data::DataConfig MakeConfig(uint8_t mode, const std::string& path) {
   DataConfig c;
   c.files = {path};
   c.cache_dir = "/nonexistent-rectrain-fuzz-cache";  // stats are recomputed, never cached
-  switch (mode % 4) {
+  if ((mode & 0x80) != 0 && mode % 2 == 0) {  // libsvm: dense indices with stats, the bag
+    c.schema.format = "libsvm";
+    c.schema.dense = {"1", "3..4"};
+    c.schema.group_key = "1";
+    c.transforms = {{"3", "fill(1) | standardize"}, {"features", "max_len(4) | hash(1000)"}};
+    c.filters = {"4 not in [7]"};
+  } else if ((mode & 0x80) != 0) {  // libffm: a dense field, categorical fields, label transform
+    c.schema.format = "libffm";
+    c.schema.dense = {"0"};
+    c.schema.sparse = {"1..3"};
+    c.transforms = {{"label", "binarize(0)"}, {"0", "log1p | quantiles(3)"}};
+    c.negative_downsampling = 0.5;
+  } else switch (mode % 4) {
     case 0:  // criteo: label, I1, I2, C1, C2
       c.schema.format = "criteo";
       c.schema.criteo_dense = 2;

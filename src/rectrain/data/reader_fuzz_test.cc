@@ -1,5 +1,7 @@
 // Robustness: thousands of random and mutated inputs must never crash the reader; each pass ends
 // OK or with a clear error (InvalidArgument / DataLoss naming the file).
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "rectrain/base/random.h"
@@ -102,6 +104,64 @@ TEST(ReaderFuzzTest, RandomAndMutatedInputsNeverCrash) {
     if (::testing::Test::HasFatalFailure()) return;
   }
   EXPECT_GT(ok_passes, 100);  // the mutations leave many files valid or within max_bad_rows
+}
+
+// libsvm / libffm rows, mutated with the characters their syntax turns on.
+TEST(ReaderFuzzTest, MutatedLibsvmAndLibffmNeverCrash) {
+  TempDir dir;
+  Rng rng(777);
+  const std::string path = dir.Path("f.svm");
+  static const char kInteresting[] = {':', ' ', '\t', '\n', '#', '+', '-', '.', '0', '1', 'e', '\xff'};
+  int ok_passes = 0;
+  for (int iter = 0; iter < 1000; ++iter) {
+    const bool ffm = iter % 2 == 1;
+    std::string input;
+    const int n = 1 + static_cast<int>(rng.Below(20));
+    for (int r = 0; r < n; ++r) {
+      input += std::string(rng.Below(2) ? "1" : (rng.Below(2) ? "-1" : "0"));
+      const int pairs = static_cast<int>(rng.Below(6));
+      for (int k = 0; k < pairs; ++k) {
+        const uint64_t key = rng.Below(6);
+        input += " " + std::to_string(key) + ":";
+        if (ffm) input += std::to_string(rng.Below(50)) + ":";
+        input += (key == 1 || key == 2) && rng.Below(2) ? std::to_string(rng.Below(100)) : "1";
+      }
+      input += "\n";
+    }
+    const int edits = static_cast<int>(rng.Below(4));
+    for (int e = 0; e < edits && !input.empty(); ++e) {
+      const size_t pos = rng.Below(input.size());
+      if (rng.Below(2)) {
+        input[pos] = kInteresting[rng.Below(sizeof(kInteresting))];
+      } else {
+        input.insert(pos, 1, kInteresting[rng.Below(sizeof(kInteresting))]);
+      }
+    }
+    dir.Write("f.svm", input);
+    DataConfig c;
+    c.files = {path};
+    c.schema.format = ffm ? "libffm" : "libsvm";
+    c.schema.dense = {"1..2"};
+    if (ffm) c.schema.sparse = {"0", "3..5"};
+    c.max_bad_rows = static_cast<int64_t>(rng.Below(3)) * 5;
+    ReadOptions opt;
+    opt.batch_size = 1 + static_cast<int64_t>(rng.Below(16));
+    opt.chunk_bytes = 1 + static_cast<int64_t>(rng.Below(128));
+    opt.num_threads = 1 + static_cast<int>(rng.Below(3));
+    opt.shuffle = rng.Below(2) == 0;
+    auto rows = ReadAll(c, opt);
+    if (rows.ok()) {
+      ++ok_passes;
+      EXPECT_EQ(rows->stats.rows_read + rows->stats.rows_rejected,
+                static_cast<int64_t>(std::count(input.begin(), input.end(), '\n')) +
+                    (input.empty() || input.back() == '\n' ? 0 : 1))
+          << ::testing::PrintToString(input);
+      continue;
+    }
+    Check(c, opt, input);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(ok_passes, 150);
 }
 
 }  // namespace
