@@ -162,6 +162,20 @@ TEST(ParquetReaderTest, BadDictionaryEntriesRejectOnlyTheRowsUsingThem) {
   for (const auto& row : counted->lists) {
     EXPECT_EQ(row[0], (std::vector<uint64_t>{FeatureId(0, "", 11)}));
   }
+
+  // A null label is bad (the dictionary's null entry), a present one is fine.
+  DataConfig l = Config(Fixture("pqwasm_snappy_v1.parquet"), false);
+  l.schema.label = "f32";
+  l.schema.dense = {"i32", "f64"};
+  l.transforms = {{"f32", "binarize(0)"}, {"c_x_b", "cross(c_low, b)"}, {"tags", "max_len(1)"}};
+  l.schema.sparse = {"i64", "c_low", "tags"};
+  l.transforms.erase("c_x_b");
+  l.max_bad_rows = 10000;
+  auto labels = ReadAll(l, ReadOptions());
+  ASSERT_TRUE(labels.ok()) << labels.status();
+  EXPECT_EQ(labels->stats.rows_rejected, 200);  // f32 is null for i % 11 == 0
+  EXPECT_EQ(labels->stats.rows_read, 2000);
+  EXPECT_EQ(labels->labels, std::vector<float>(2000, 0.0f));  // (i - 2500) / 8 < 0
 }
 
 TEST(ParquetReaderTest, RowGroupsInParallelAndShuffled) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "rectrain/base/random.h"
 #include "rectrain/data/internal/row_eval.h"
@@ -60,8 +61,12 @@ const T* EntryResults(const ColumnData& d, int64_t generation, EntryCache<T>* ca
     const int64_t n = d.num_entries();
     cache->values.resize(static_cast<size_t>(n));
     bool ok = true;
-    if (n > 0) ok &= eval(RawValue(), &cache->values[0]);
     for (int64_t e = 1; e < n; ++e) ok &= eval(EntryValue(d, e), &cache->values[e]);
+    // A bad null entry (a null label) only matters if some slot is null.
+    if (n > 0 && !eval(RawValue(), &cache->values[0]) && !d.validity.empty() &&
+        std::memchr(d.validity.data(), 0, d.validity.size()) != nullptr) {
+      ok = false;
+    }
     cache->all_ok = ok;
   }
   return cache->all_ok ? cache->values.data() : nullptr;

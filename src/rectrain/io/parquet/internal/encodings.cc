@@ -1,7 +1,10 @@
 #include "rectrain/io/parquet/internal/encodings.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace rectrain::io::parquet::internal {
 namespace {
@@ -48,6 +51,34 @@ Status ReadUleb(std::span<const uint8_t> in, int64_t* pos, uint64_t* out) {
   return DataLossError("varint longer than 10 bytes");
 }
 
+namespace {
+
+// Unpacks `groups` groups of 8 values of BW bits (BW bytes each). Every 8-byte load stays inside
+// [in, in + groups * BW + 8): the caller guarantees 8 readable bytes after the last group.
+template <int BW>
+void UnpackGroups(const uint8_t* in, int64_t groups, uint32_t* out) {
+  constexpr uint64_t kMask = (uint64_t{1} << BW) - 1;
+  for (int64_t g = 0; g < groups; ++g, in += BW, out += 8) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      uint64_t v;
+      std::memcpy(&v, in + ((k * BW) >> 3), 8);
+      out[k] = static_cast<uint32_t>((v >> ((k * BW) & 7)) & kMask);
+    }
+  }
+}
+
+using UnpackGroupsFn = void (*)(const uint8_t*, int64_t, uint32_t*);
+
+template <size_t... W>
+constexpr std::array<UnpackGroupsFn, sizeof...(W)> MakeUnpackTable(std::index_sequence<W...>) {
+  return {&UnpackGroups<static_cast<int>(W) + 1>...};
+}
+// kUnpackGroups[bw - 1] for bw = 1..32.
+constexpr auto kUnpackGroups = MakeUnpackTable(std::make_index_sequence<32>());
+
+}  // namespace
+
 void UnpackBits32(const uint8_t* in, int64_t in_size, int bit_width, int64_t n, uint32_t* out) {
   if (bit_width == 0) {
     std::memset(out, 0, n * sizeof(uint32_t));
@@ -56,10 +87,18 @@ void UnpackBits32(const uint8_t* in, int64_t in_size, int bit_width, int64_t n, 
   const uint8_t* end = in + in_size;
   const uint64_t mask = (uint64_t{1} << bit_width) - 1;
   int64_t i = 0;
+  // Whole groups of 8 with the width known at compile time, while 8 bytes past the group are
+  // readable; then the general loops below.
+  int64_t groups = in_size >= 8 ? (in_size - 8) / bit_width : 0;
+  groups = std::min(groups, n / 8);
+  if (groups > 0) {
+    kUnpackGroups[bit_width - 1](in, groups, out);
+    i = groups * 8;
+  }
   // Fast path while an unaligned 8-byte load stays inside the input (bw <= 32, shift <= 7).
   int64_t safe = in_size >= 8 ? ((in_size - 8) * 8) / bit_width : 0;
   if (safe > n) safe = n;
-  int64_t bitpos = 0;
+  int64_t bitpos = i * bit_width;
   for (; i < safe; ++i, bitpos += bit_width) {
     uint64_t v;
     std::memcpy(&v, in + (bitpos >> 3), 8);
@@ -100,13 +139,15 @@ Status DecodeRleHybrid(std::span<const uint8_t> in, int bit_width, int64_t n, T*
         bytes = avail;
       }
       const uint8_t* src = in.data() + pos;
+      // The unpacker may read (not use) the bytes after the run, up to the end of the input, so
+      // that short runs also take its fast path.
       if constexpr (sizeof(T) == 4) {
-        UnpackBits32(src, bytes, bit_width, take, reinterpret_cast<uint32_t*>(out + done));
+        UnpackBits32(src, avail, bit_width, take, reinterpret_cast<uint32_t*>(out + done));
       } else {
         for (int64_t off = 0; off < take; off += 512) {
           int64_t m = std::min<int64_t>(512, take - off);
           int64_t bit0 = off * bit_width;  // multiple of 8 since off is a multiple of 512
-          UnpackBits32(src + bit0 / 8, bytes - bit0 / 8, bit_width, m, tmp);
+          UnpackBits32(src + bit0 / 8, avail - bit0 / 8, bit_width, m, tmp);
           for (int64_t j = 0; j < m; ++j) out[done + off + j] = static_cast<T>(tmp[j]);
         }
       }

@@ -17,7 +17,9 @@ namespace rectrain::io::parquet::internal {
 Status ReadUleb(std::span<const uint8_t> in, int64_t* pos, uint64_t* out);
 
 // Unpacks n little-endian bit-packed values of `bit_width` (<= 32) bits starting at bit 0.
-// Precondition: in.size() * 8 >= n * bit_width.
+// `in_size` is the number of readable bytes at `in` (it may extend past the packed values; more
+// lets more values take the fast path, which loads 8 bytes at a time). Precondition:
+// in_size * 8 >= n * bit_width.
 void UnpackBits32(const uint8_t* in, int64_t in_size, int bit_width, int64_t n, uint32_t* out);
 
 // RLE / bit-packed hybrid (without the 4-byte length prefix) of `bit_width` (0..32) bits; decodes

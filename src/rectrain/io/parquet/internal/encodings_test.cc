@@ -37,20 +37,22 @@ TEST(RleHybrid, ErrorsInsteadOfOverrun) {
 }
 
 TEST(UnpackBits, AllWidthsRoundTrip) {
-  for (int bw = 1; bw <= 32; ++bw) {
-    const int n = 77;
-    std::vector<uint8_t> packed((n * bw + 7) / 8);
-    std::vector<uint32_t> expect(n);
-    uint64_t mask = (uint64_t{1} << bw) - 1;
-    for (int i = 0; i < n; ++i) {
-      expect[i] = static_cast<uint32_t>((i * 2654435761u + 17) & mask);
-      for (int b = 0; b < bw; ++b) {
-        if ((expect[i] >> b) & 1) packed[(i * bw + b) / 8] |= 1 << ((i * bw + b) % 8);
+  // Exactly-sized inputs: whole groups of 8 (the per-width fast path) and the tail loops.
+  for (int n : {1, 8, 9, 77, 1000}) {
+    for (int bw = 1; bw <= 32; ++bw) {
+      std::vector<uint8_t> packed((n * bw + 7) / 8);
+      std::vector<uint32_t> expect(n);
+      uint64_t mask = (uint64_t{1} << bw) - 1;
+      for (int i = 0; i < n; ++i) {
+        expect[i] = static_cast<uint32_t>((i * 2654435761u + 17) & mask);
+        for (int b = 0; b < bw; ++b) {
+          if ((expect[i] >> b) & 1) packed[(i * bw + b) / 8] |= 1 << ((i * bw + b) % 8);
+        }
       }
+      std::vector<uint32_t> got(n);
+      UnpackBits32(packed.data(), packed.size(), bw, n, got.data());
+      EXPECT_EQ(got, expect) << "bit width " << bw << ", " << n << " values";
     }
-    std::vector<uint32_t> got(n);
-    UnpackBits32(packed.data(), packed.size(), bw, n, got.data());
-    EXPECT_EQ(got, expect) << "bit width " << bw;
   }
 }
 
