@@ -163,19 +163,9 @@ Status RowGroupDecoder::DecodeRowGroup(const io::parquet::ParquetFile& file,
   ++generation_;  // the per-entry caches belong to the previous row group
   const int64_t rows = file.row_group_num_rows(row_group);
   for (int slot = 0; slot < plan_->num_slots(); ++slot) {
-    // Size the buffers once for the row group instead of growing them page by page (every
-    // growth copies and touches fresh memory); capacity is kept for later row groups.
+    // The reader sizes d's vectors per chunk (with headroom); capacity is kept for later row
+    // groups.
     ColumnData& d = data_[slot];
-    const auto type = file.schema()[file_columns[slot]].physical_type;
-    if (!d.is_list && static_cast<int64_t>(d.validity.capacity()) < rows) {
-      d.validity.reserve(rows);
-      d.indices.reserve(rows);
-      if (type == io::parquet::PhysicalType::kByteArray) d.offsets.reserve(rows + 1);
-      if (type == io::parquet::PhysicalType::kInt64) d.int64s.reserve(rows);
-      if (type == io::parquet::PhysicalType::kInt32) d.int32s.reserve(rows);
-      if (type == io::parquet::PhysicalType::kDouble) d.doubles.reserve(rows);
-      if (type == io::parquet::PhysicalType::kFloat) d.floats.reserve(rows);
-    }
     RECTRAIN_RETURN_IF_ERROR(reader_->Read(row_group, file_columns[slot], &d));
     if (data_[slot].num_rows != rows) {
       return DataLossError(file.path() + ": column '" + plan_->columns[plan_->slot_columns[slot]].name +
