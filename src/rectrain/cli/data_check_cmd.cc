@@ -62,7 +62,8 @@ int RunDataCheck(const std::vector<std::string>& args) {
   const std::vector<std::string>& files = split == "train" ? c.train_files : c.valid_files;
   if (files.empty()) return ReportError(kCmd, InvalidArgumentError("data.valid is empty"));
   const int n = static_cast<int>(threads > 0 ? threads : c.threads);
-  auto profile = data::ProfileFiles(files, c.data.schema, c.data.transforms, n, Progress(progress));
+  auto profile = data::ProfileFiles(files, c.data.schema, c.data.transforms, n, Progress(progress),
+                                    c.checks.max_rows);
   if (!profile.ok()) return ReportError(kCmd, profile.status().WithContext("data." + split));
   const std::vector<std::string> violations = data::CheckProfile(*profile, c.checks);
   if (json) {

@@ -1,4 +1,5 @@
 // `rectrain train`: trains (or resumes) a run from a YAML config.
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
 #include "rectrain/track/tracking_store.h"
+#include "rectrain/train/data_gate.h"
 #include "rectrain/train/run_recorder.h"
 #include "rectrain/train/trainer.h"
 
@@ -66,7 +68,7 @@ int RunTrain(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain train";
   std::string config_path, run_dir, resume;
   std::vector<std::string> sets, tags;
-  bool no_progress = false, quiet = false;
+  bool no_progress = false, quiet = false, skip_data_check = false;
   FlagParser flags(kCmd, "CONFIG.yaml [--set KEY=VALUE ...] [--run-dir DIR] | --resume RUN_DIR",
                    "Trains a model as configured (every key: docs/config.md). The run directory gets\n"
                    "config.yaml (resolved), train.log, checkpoints/, model/ and summary.json.\n"
@@ -80,6 +82,8 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Bool("no-progress", &no_progress, "log lines instead of a progress bar on a terminal");
   flags.Bool("quiet", &quiet, "print only the result (train.log still gets everything)");
   flags.Repeated("tag", &tags, "tag the run in the tracking store (repeatable; adds to tracking.tags)");
+  flags.Bool("skip-data-check", &skip_data_check,
+             "do not profile and check the data before training (checks.before_train: false)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
@@ -165,6 +169,23 @@ int RunTrain(const std::vector<std::string>& args) {
                      ResolveStorePath(c.tracking.store, c.tracking.workspace).c_str());
       }
       if (metrics_server) std::fprintf(stderr, "metrics: %s/metrics\n", metrics_server->url().c_str());
+      std::fflush(stderr);
+    }
+  }
+
+  // The data check before the first step (docs/data.md "Data quality"): every violation of
+  // `checks:` in data.train and data.valid stops here, in one report (exit 6). Not on --resume:
+  // the run's data was checked when it started.
+  if (c.checks.before_train && !skip_data_check && !options.resume) {
+    auto gate = train::RunDataGate(c, run_dir, std::max(c.threads, c.read.num_threads));
+    Status failed = gate.ok() ? train::DataGateError(*gate) : gate.status();
+    if (gate.ok() && recorder) recorder->RecordDataCheck(*gate);
+    if (!failed.ok()) {
+      if (recorder) recorder->Fail(failed);
+      return ReportError(kCmd, failed);
+    }
+    if (!quiet) {
+      std::fprintf(stderr, "%s\n", train::DataGateSummary(*gate).c_str());
       std::fflush(stderr);
     }
   }

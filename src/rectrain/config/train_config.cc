@@ -221,8 +221,16 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
 
   // checks.* (docs/data.md, "Data quality")
   data::DataChecks& ck = c.checks;
-  ck.min_rows = b.Int("checks.min_rows", 0, Range::Closed(0, kMaxInt));
+  ck.min_rows = b.Int("checks.min_rows", 1, Range::Closed(0, kMaxInt));
   ck.max_bad_rows = b.Int("checks.max_bad_rows", -1, Range::Closed(-1, kMaxInt));
+  ck.allow_constant_label = b.Bool("checks.allow_constant_label", false);
+  ck.max_rows = b.Int("checks.max_rows", 200000, Range::Closed(0, kMaxInt));
+  ck.before_train = b.Bool("checks.before_train", true);
+  if (ck.max_rows > 0 && ck.min_rows > ck.max_rows) {
+    b.AddError("checks.min_rows", std::to_string(ck.min_rows) + " exceeds checks.max_rows = " +
+                                      std::to_string(ck.max_rows) +
+                                      " (the rows profiled per split); raise checks.max_rows, or 0 to profile every row");
+  }
   auto parse_ratio = [](const std::string& s) -> std::optional<double> {
     double v = 0;
     const auto r = std::from_chars(s.data(), s.data() + s.size(), v);

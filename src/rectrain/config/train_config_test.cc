@@ -182,7 +182,7 @@ TEST(TrainConfig, DataPipelineErrors) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
             "invalid configuration (4 errors):\n"
-            "  data.format: \"parket\" is not one of auto, criteo, csv, tsv, parquet; did you mean "
+            "  data.format: \"parket\" is not one of auto, criteo, csv, tsv, parquet, libsvm, libffm; did you mean "
             "parquet? (c.yaml:3:3)\n"
             "  data.negative_downsampling: 0 is out of range (0, 1] (c.yaml:6:3)\n"
             "  data.filters: [0] row filter \"x maybe\": expected \"COL not null\", \"COL in [a, "
@@ -214,6 +214,24 @@ TEST(TrainConfig, Checks) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->config.checks.max_null_ratio, k.max_null_ratio);
   EXPECT_FALSE(Load("data: {train: a.tsv}\n")->config.checks.has_label_rate);
+  // The check before training: on by default, 200000 rows per split, at least one row, no
+  // constant label.
+  const data::DataChecks d = Load("data: {train: a.tsv}\n")->config.checks;
+  EXPECT_TRUE(d.before_train);
+  EXPECT_EQ(d.max_rows, 200000);
+  EXPECT_EQ(d.min_rows, 1);
+  EXPECT_FALSE(d.allow_constant_label);
+  auto off = Load("data: {train: a.tsv}\nchecks: {before_train: false, max_rows: 0, min_rows: 5000000, "
+                  "allow_constant_label: true}\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->config.checks.before_train);
+  EXPECT_EQ(off->config.checks.max_rows, 0);
+  EXPECT_TRUE(off->config.checks.allow_constant_label);
+  auto over = Load("data: {train: a.tsv}\nchecks: {min_rows: 300000}\n");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(),
+            "invalid configuration: checks.min_rows: 300000 exceeds checks.max_rows = 200000 (the rows "
+            "profiled per split); raise checks.max_rows, or 0 to profile every row (c.yaml:2:10)");
 
   auto bad = Load("data: {train: a.tsv}\nchecks: {max_null_ratio: {I1: 2}, label_rate: [0.9, 0.1]}\n");
   ASSERT_FALSE(bad.ok());

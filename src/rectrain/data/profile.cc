@@ -146,8 +146,14 @@ bool SplitFields(std::string_view line, char delim, std::vector<std::string>* fi
   }
 }
 
+// Whether a text profile stops here: `cap` rows (good + bad) read and more follow.
+bool AtCap(std::ifstream& in, const FileResult& r, int64_t cap) {
+  if (cap <= 0 || r.file.rows + r.file.bad_rows < cap) return false;
+  return in.peek() != std::char_traits<char>::eof();
+}
+
 Status ProfileText(const std::string& path, const std::string& format, const SchemaConfig& schema,
-                   const LabelSpec& label, FileResult* r) {
+                   const LabelSpec& label, int64_t cap, FileResult* r) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read " + path);
   const char delim = format == "csv" ? (schema.delimiter == '\t' ? ',' : schema.delimiter) : '\t';
@@ -176,6 +182,10 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
   for (size_t i = 0; i < r->names.size(); ++i) r->cols[i].p.name = r->names[i];
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (AtCap(in, *r, cap)) {
+      r->file.truncated = true;
+      break;
+    }
     if (!SplitFields(line, delim, &fields) || fields.size() != r->names.size()) {
       ++r->file.bad_rows;
       continue;
@@ -197,7 +207,7 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
 // mean / distinct are over the indices. A line the reader would reject as malformed (a bad pair,
 // an undeclared libffm field, a weight other than 1) counts as a bad row.
 Status ProfilePairs(const std::string& path, const SchemaConfig& schema, const LabelSpec& label,
-                    FileResult* r) {
+                    int64_t cap, FileResult* r) {
   DataConfig config;
   config.schema = schema;
   if (label.has_transform) config.transforms[label.column] = label.transform.text;
@@ -213,6 +223,10 @@ Status ProfilePairs(const std::string& path, const SchemaConfig& schema, const L
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (AtCap(in, *r, cap)) {
+      r->file.truncated = true;
+      break;
+    }
     if (!internal::SplitPairLine(*plan, line, &fields, &bad)) {
       ++r->file.bad_rows;
       continue;
@@ -274,7 +288,7 @@ void AddParquetSlot(const io::parquet::ColumnData& d, int64_t s, ColumnAcc* c, s
   }
 }
 
-Status ProfileParquet(const std::string& path, const LabelSpec& label, FileResult* r) {
+Status ProfileParquet(const std::string& path, const LabelSpec& label, int64_t cap, FileResult* r) {
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::parquet::ParquetFile> file, io::parquet::ParquetFile::Open(path));
   std::vector<int> cols;
   for (int i = 0; i < file->num_columns(); ++i) {
@@ -285,10 +299,14 @@ Status ProfileParquet(const std::string& path, const LabelSpec& label, FileResul
   }
   r->cols.resize(cols.size());
   for (size_t i = 0; i < cols.size(); ++i) r->cols[i].p.name = r->names[i];
-  r->file.rows = file->num_rows();
   std::vector<std::optional<double>> labels;
   for (int rg = 0; rg < file->num_row_groups(); ++rg) {
+    if (cap > 0 && r->file.rows >= cap) {  // whole row groups until the cap
+      r->file.truncated = true;
+      break;
+    }
     const int64_t n = file->row_group_num_rows(rg);
+    r->file.rows += n;
     for (size_t ci = 0; ci < cols.size(); ++ci) {
       RECTRAIN_ASSIGN_OR_RETURN(io::parquet::ColumnData d, file->ReadColumn(rg, cols[ci]));
       ColumnAcc& c = r->cols[ci];
@@ -329,8 +347,14 @@ std::string Num(double v) {
 Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const SchemaConfig& schema,
                                  const std::map<std::string, std::string>& transforms,
                                  int num_threads,
-                                 const std::function<void(int64_t, int64_t)>& progress) {
+                                 const std::function<void(int64_t, int64_t)>& progress,
+                                 int64_t max_rows) {
   RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, io::ExpandPaths(patterns));
+  // max_rows is shared evenly by the files, so the rows profiled do not depend on thread timing.
+  const int64_t cap = max_rows <= 0 || files.empty()
+                          ? 0
+                          : std::max<int64_t>(1, (max_rows + static_cast<int64_t>(files.size()) - 1) /
+                                                     static_cast<int64_t>(files.size()));
   std::string format = schema.format;
   if (format == "auto") {
     const bool parquet = std::all_of(files.begin(), files.end(), [](const std::string& f) {
@@ -361,13 +385,13 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
       FileResult& r = results[i];
       r.file.path = files[i];
       if (format == "parquet") {
-        statuses[i] = ProfileParquet(files[i], label, &r);
+        statuses[i] = ProfileParquet(files[i], label, cap, &r);
       } else if (format == "libsvm" || format == "libffm") {
         SchemaConfig s = schema;
         s.format = format;
-        statuses[i] = ProfilePairs(files[i], s, label, &r);
+        statuses[i] = ProfilePairs(files[i], s, label, cap, &r);
       } else {
-        statuses[i] = ProfileText(files[i], format, schema, label, &r);
+        statuses[i] = ProfileText(files[i], format, schema, label, cap, &r);
       }
       std::lock_guard<std::mutex> lock(mu);
       ++done;
@@ -407,6 +431,7 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
       for (size_t c = 0; c < merged.size(); ++c) merged[c].Merge(r.cols[c]);
     }
     out.rows += r.file.rows;
+    out.truncated |= r.file.truncated;
     out.labeled_rows += r.labeled;
     out.positive_rows += r.positive;
     out.files.push_back(r.file);
@@ -423,7 +448,7 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
 
 std::vector<std::string> CheckProfile(const DataProfile& p, const DataChecks& checks) {
   std::vector<std::string> v;
-  if (checks.min_rows > 0 && p.rows < checks.min_rows) {
+  if (checks.min_rows > 0 && p.rows < checks.min_rows && !p.truncated) {
     v.push_back("rows: " + std::to_string(p.rows) + " is below checks.min_rows = " +
                 std::to_string(checks.min_rows));
   }
@@ -435,6 +460,13 @@ std::vector<std::string> CheckProfile(const DataProfile& p, const DataChecks& ch
                     std::to_string(checks.max_bad_rows));
       }
     }
+  }
+  if (!checks.allow_constant_label && !p.label.empty() && p.labeled_rows > 0 &&
+      (p.positive_rows == 0 || p.positive_rows == p.labeled_rows)) {
+    v.push_back("label: constant: all " + std::to_string(p.labeled_rows) + " labeled rows" +
+                (p.truncated ? " profiled" : "") + " are " + (p.positive_rows == 0 ? "0" : "1") +
+                " (label " + p.label + "); a model cannot learn from one class (check the label "
+                "column and its transform, or set checks.allow_constant_label: true)");
   }
   if (checks.has_label_rate) {
     char buf[64];
@@ -506,12 +538,14 @@ std::string FormatProfileTable(const DataProfile& p) {
     std::snprintf(buf, sizeof(buf), "\nrows %lld (no label column)\n", static_cast<long long>(p.rows));
   }
   out += buf;
+  if (p.truncated) out += "(profiled the first rows of each file only: checks.max_rows)\n";
   return out;
 }
 
 std::string FormatProfileJson(const DataProfile& p, const std::vector<std::string>* violations) {
   nlohmann::ordered_json j;
   j["rows"] = p.rows;
+  if (p.truncated) j["truncated"] = true;  // only the first rows of some file (max_rows)
   j["label"] = p.label;
   j["label_rate"] = p.LabelRate();
   j["labeled_rows"] = p.labeled_rows;
@@ -519,6 +553,7 @@ std::string FormatProfileJson(const DataProfile& p, const std::vector<std::strin
   j["files"] = nlohmann::ordered_json::array();
   for (const FileProfile& f : p.files) {
     j["files"].push_back({{"path", f.path}, {"rows", f.rows}, {"bad_rows", f.bad_rows}});
+    if (f.truncated) j["files"].back()["truncated"] = true;
   }
   j["columns"] = nlohmann::ordered_json::array();
   for (const ColumnProfile& c : p.columns) {

@@ -48,6 +48,7 @@ struct FileProfile {
   std::string path;
   int64_t rows = 0;      // rows profiled
   int64_t bad_rows = 0;  // text rows with a wrong field count (not profiled)
+  bool truncated = false;  // the file has more rows than were profiled (max_rows)
 };
 
 struct DataProfile {
@@ -57,6 +58,7 @@ struct DataProfile {
   std::string label;             // the label column ("" = none found)
   int64_t labeled_rows = 0;      // rows whose (transformed) label is a number
   int64_t positive_rows = 0;     // ... equal to 1
+  bool truncated = false;        // some file was profiled only up to its share of max_rows
   double LabelRate() const {
     return labeled_rows == 0 ? 0.0 : static_cast<double>(positive_rows) / labeled_rows;
   }
@@ -65,24 +67,33 @@ struct DataProfile {
 // Thresholds (YAML `checks:`). Unset thresholds are not checked.
 struct DataChecks {
   std::map<std::string, double> max_null_ratio;  // column (or "*" = every column) -> max ratio
-  int64_t min_rows = 0;                          // 0 = no check
+  int64_t min_rows = 0;                          // 0 = no check (also skipped when truncated)
   bool has_label_rate = false;
   double label_rate_min = 0;                     // inclusive bounds
   double label_rate_max = 1;
   int64_t max_bad_rows = -1;                     // -1 = no check (text rows with a bad field count)
+  // Added for the check before `rectrain train` (docs/data.md):
+  bool allow_constant_label = false;  // false: every labeled row 0 (or every one 1) is a violation
+  int64_t max_rows = 200000;          // rows profiled per split, shared by its files; 0 = all
+  bool before_train = true;           // `rectrain train` runs the check first
 };
 
 // Profiles `files` (paths or globs; expanded and sorted). `schema` gives the format and column
 // names (format auto: parquet when every file ends in .parquet, else criteo); `transforms` may
 // hold the label's transform. `progress(done, total)` is called after each file.
+// `max_rows` > 0 bounds the work: each of the n files is profiled up to ceil(max_rows / n) rows
+// (text: lines, good or bad; Parquet: whole row groups until reached), from its start; a file
+// cut short sets `truncated`. The result does not depend on num_threads.
 Result<DataProfile> ProfileFiles(const std::vector<std::string>& files, const SchemaConfig& schema,
                                  const std::map<std::string, std::string>& transforms,
                                  int num_threads,
-                                 const std::function<void(int64_t, int64_t)>& progress = {});
+                                 const std::function<void(int64_t, int64_t)>& progress = {},
+                                 int64_t max_rows = 0);
 
 // Every violation of `checks` by `profile`, one message each, in a fixed order (rows, bad rows,
-// label rate, then null ratios by column). Empty = the data passes. Messages look like
-//   rows: 800 is below checks.min_rows = 1000
+// constant label, label rate, then null ratios by column). Empty = the data passes. Messages look like
+//   rows: 800 is below checks.min_rows = 1000     (not checked when the profile is truncated)
+//   label: constant: all 500 labeled rows are 0 (label label); ... allow_constant_label: true)
 //   label rate: 0.950 is outside checks.label_rate [0.01, 0.9]
 //   I1: null ratio 0.620 exceeds checks.max_null_ratio.I1 = 0.5
 //   checks.max_null_ratio.zz: no such column (columns: label, I1, ...)

@@ -39,6 +39,7 @@
 #include "rectrain/base/status.h"
 #include "rectrain/http/prometheus.h"
 #include "rectrain/track/tracking_store.h"
+#include "rectrain/train/data_gate.h"
 #include "rectrain/train/observer.h"
 #include "rectrain/train/trainer.h"
 
@@ -78,6 +79,11 @@ class RunRecorder : public TrainObserver {
   void OnProgress(const ProgressInfo& progress) override;
   void OnEval(int64_t step, const EvalMetrics& metrics) override;
   void OnCheckpoint(int64_t step, const std::string& dir) override;
+
+  // Records the data check before training (data_gate.h): the "data_profile" artifact
+  // (RUN_DIR/data_profile.json) and, at step 0, the metrics data/train_rows,
+  // data/train_label_rate, data/valid_rows, data/valid_label_rate and data/violations.
+  void RecordDataCheck(const DataGateResult& gate);
 
   // Ends the run from Train()'s summary (see the top comment). Idempotent with Fail().
   void Finish(const TrainSummary& summary);
