@@ -16,7 +16,8 @@
 //
 // Formats (docs/formats/criteo.md, docs/data.md): criteo = TSV label, I1..I<n>, C1..C<m>;
 // csv / tsv = delimited text with the columns named by a header line or schema.columns
-// ("quoted" fields allowed). Batch::source / first_line give the first row's file and line in
+// ("quoted" fields allowed); libsvm / libffm = "label index:value ..." / "label
+// field:index:value ..." (docs/formats/libsvm.md). Batch::source / first_line give the first row's file and line in
 // file order; in a shuffled pass rows come from many places, so source is "" and first_line 0.
 //
 // Thread safety: a BatchReader is used by one consumer thread; it owns its worker threads and
