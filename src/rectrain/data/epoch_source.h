@@ -22,6 +22,8 @@
 // otherwise (a resume mid-run, or global shuffle) it is built up front by reading the epoch-0
 // pass once.
 //
+// A pass from memory gathers its batches on one background thread, data.prefetch batches ahead.
+//
 // Thread safety: an EpochSource and its readers are used from one thread. A reader returned by
 // Open() must be destroyed before the EpochSource (it reports back to it).
 #pragma once

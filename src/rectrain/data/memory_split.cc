@@ -43,67 +43,83 @@ MemorySplit::~MemorySplit() {
   if (budget_) budget_->Release(bytes_);
 }
 
+namespace {
+constexpr int64_t kPrefetchAhead = 8;  // rows
+constexpr uint64_t kLow32 = 0xffffffffULL;
+}  // namespace
+
 void MemorySplit::Gather(std::span<const uint32_t> rows, Batch* out) const {
   const int64_t n = static_cast<int64_t>(rows.size());
   const int nd = num_dense();
+  const int ns = num_sparse();
+  const int64_t words = record_words();
+  const int64_t dw = dense_words();
   out->size = n;
   out->num_dense = nd;
   out->source.clear();
   out->first_line = 0;
   out->labels.resize(static_cast<size_t>(n));
   out->dense.resize(static_cast<size_t>(n * nd));
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t r = rows[static_cast<size_t>(i)];
-    RECTRAIN_DCHECK(r < rows_);
-    const Block& b = blocks_[r / kBlockRows];
-    const int64_t o = r % kBlockRows;
-    out->labels[static_cast<size_t>(i)] = b.labels[static_cast<size_t>(o)];
-    if (nd > 0) {
-      std::memcpy(out->dense.data() + i * nd, b.dense.data() + o * nd, sizeof(float) * static_cast<size_t>(nd));
-    }
-  }
-  out->sparse.resize(sparse_names_.size());
-  for (size_t c = 0; c < sparse_names_.size(); ++c) {
-    SparseColumn& col = out->sparse[c];
-    if (!multi_[c]) {
+  out->sparse.resize(static_cast<size_t>(ns));
+  out->group_keys.resize(has_group_ ? static_cast<size_t>(n) : 0);
+  int num_multi = 0;
+  for (int c = 0; c < ns; ++c) {
+    SparseColumn& col = out->sparse[static_cast<size_t>(c)];
+    if (multi_[static_cast<size_t>(c)]) {
+      ++num_multi;
+      col.offsets.assign(static_cast<size_t>(n + 1), 0);
+    } else {
       col.offsets.clear();
       col.ids.resize(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        const uint32_t r = rows[static_cast<size_t>(i)];
-        col.ids[static_cast<size_t>(i)] = blocks_[r / kBlockRows].sparse[c].ids[r % kBlockRows];
-      }
-      continue;
     }
-    col.offsets.resize(static_cast<size_t>(n + 1));
-    col.offsets[0] = 0;
+  }
+  auto record = [&](uint32_t r) {
+    return blocks_[r / kBlockRows].records.data() + static_cast<int64_t>(r % kBlockRows) * words;
+  };
+  // One pass over the records (row-major reads, prefetched ahead); multi-valued fields get their
+  // counts here and their ids in a second pass.
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(record(rows[static_cast<size_t>(i + kPrefetchAhead)]));
+      for (int64_t b = 0; b < words * 8; b += 64) __builtin_prefetch(ahead + b);
+    }
+    const uint32_t r = rows[static_cast<size_t>(i)];
+    RECTRAIN_DCHECK(r < rows_);
+    const uint64_t* rec = record(r);
+    std::memcpy(&out->labels[static_cast<size_t>(i)], rec, sizeof(float));
+    if (nd > 0) {
+      std::memcpy(out->dense.data() + i * nd, reinterpret_cast<const char*>(rec) + sizeof(float),
+                  sizeof(float) * static_cast<size_t>(nd));
+    }
+    const uint64_t* slots = rec + dw;
+    for (int c = 0; c < ns; ++c) {
+      SparseColumn& col = out->sparse[static_cast<size_t>(c)];
+      if (num_multi == 0 || !multi_[static_cast<size_t>(c)]) {
+        col.ids[static_cast<size_t>(i)] = slots[c];
+      } else {
+        col.offsets[static_cast<size_t>(i + 1)] = static_cast<int32_t>(slots[c] >> 32);
+      }
+    }
+    if (has_group_) out->group_keys[static_cast<size_t>(i)] = slots[ns];
+  }
+  if (num_multi == 0) return;
+  for (int c = 0; c < ns; ++c) {
+    if (!multi_[static_cast<size_t>(c)]) continue;
+    SparseColumn& col = out->sparse[static_cast<size_t>(c)];
     int64_t total = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t r = rows[static_cast<size_t>(i)];
-      const Column& src = blocks_[r / kBlockRows].sparse[c];
-      const int64_t o = r % kBlockRows;
-      total += src.offsets[static_cast<size_t>(o + 1)] - src.offsets[static_cast<size_t>(o)];
+    for (int64_t i = 1; i <= n; ++i) {
+      total += col.offsets[static_cast<size_t>(i)];
       RECTRAIN_CHECK(total <= INT32_MAX) << "a gathered batch holds more than 2^31 ids in field "
-                                         << sparse_names_[c];
-      col.offsets[static_cast<size_t>(i + 1)] = static_cast<int32_t>(total);
+                                         << sparse_names_[static_cast<size_t>(c)];
+      col.offsets[static_cast<size_t>(i)] = static_cast<int32_t>(total);
     }
     col.ids.resize(static_cast<size_t>(total));
     for (int64_t i = 0; i < n; ++i) {
       const uint32_t r = rows[static_cast<size_t>(i)];
-      const Column& src = blocks_[r / kBlockRows].sparse[c];
-      const int64_t o = r % kBlockRows;
-      const int64_t begin = src.offsets[static_cast<size_t>(o)];
-      const int64_t len = src.offsets[static_cast<size_t>(o + 1)] - begin;
-      std::copy_n(src.ids.data() + begin, len, col.ids.data() + col.offsets[static_cast<size_t>(i)]);
+      const uint64_t slot = record(r)[dw + c];
+      const uint64_t* pool = blocks_[r / kBlockRows].pool.data() + (slot & kLow32);
+      std::copy_n(pool, slot >> 32, col.ids.data() + col.offsets[static_cast<size_t>(i)]);
     }
-  }
-  if (has_group_) {
-    out->group_keys.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t r = rows[static_cast<size_t>(i)];
-      out->group_keys[static_cast<size_t>(i)] = blocks_[r / kBlockRows].group_keys[r % kBlockRows];
-    }
-  } else {
-    out->group_keys.clear();
   }
 }
 
@@ -111,7 +127,10 @@ std::vector<uint64_t> MemorySplit::GroupKeys() const {
   std::vector<uint64_t> keys;
   if (!has_group_) return keys;
   keys.reserve(static_cast<size_t>(rows_));
-  for (const Block& b : blocks_) keys.insert(keys.end(), b.group_keys.begin(), b.group_keys.end());
+  const int64_t words = record_words();
+  for (const Block& b : blocks_) {
+    for (int64_t r = 0; r < b.rows; ++r) keys.push_back(b.records[static_cast<size_t>(r * words + words - 1)]);
+  }
   return keys;
 }
 
@@ -149,6 +168,7 @@ Status MemorySplitBuilder::Reserve(int64_t delta) {
 }
 
 namespace {
+constexpr size_t kUnbounded = size_t{1} << 40;
 // Grows `v`'s capacity to at least `needed` (doubling, capped at `limit` elements when that
 // suffices), reserving the added bytes from the builder first.
 template <typename T, typename ReserveFn>
@@ -207,56 +227,63 @@ Status MemorySplitBuilder::Append(const Batch& batch) {
                                   " rows; set data.memory_cache: off for this split");
   }
   auto reserve = [this](int64_t delta) { return Reserve(delta); };
-  // A field seen multi-valued for the first time: existing blocks get CSR offsets.
+  const int64_t words = s.record_words();
+  const int64_t dw = s.dense_words();
+  // A field seen multi-valued for the first time: existing rows move their id into the pool.
   for (size_t c = 0; c < ns; ++c) {
     if (batch.sparse[c].single_valued() || s.multi_[c]) continue;
     s.multi_[c] = true;
     for (MemorySplit::Block& b : s.blocks_) {
-      MemorySplit::Column& col = b.sparse[c];
-      RECTRAIN_RETURN_IF_ERROR(Ensure(col.offsets, static_cast<size_t>(b.rows + 1),
-                                      static_cast<size_t>(MemorySplit::kBlockRows + 1), reserve));
-      col.offsets.resize(static_cast<size_t>(b.rows + 1));
-      for (int64_t r = 0; r <= b.rows; ++r) col.offsets[static_cast<size_t>(r)] = r;
+      const size_t needed = b.pool.size() + static_cast<size_t>(b.rows);
+      RECTRAIN_RETURN_IF_ERROR(Ensure(b.pool, needed, kUnbounded, reserve));
+      for (int64_t r = 0; r < b.rows; ++r) {
+        uint64_t& slot = b.records[static_cast<size_t>(r * words + dw) + c];
+        b.pool.push_back(slot);
+        slot = (uint64_t{1} << 32) | static_cast<uint64_t>(b.pool.size() - 1);
+      }
     }
   }
   int64_t done = 0;
   while (done < n) {
-    if (s.blocks_.empty() || s.blocks_.back().rows == MemorySplit::kBlockRows) {
-      s.blocks_.emplace_back();
-      s.blocks_.back().sparse.resize(ns);
-    }
+    if (s.blocks_.empty() || s.blocks_.back().rows == MemorySplit::kBlockRows) s.blocks_.emplace_back();
     MemorySplit::Block& b = s.blocks_.back();
     const int64_t take = std::min(n - done, MemorySplit::kBlockRows - b.rows);
-    const size_t rows_after = static_cast<size_t>(b.rows + take);
-    const size_t lim = static_cast<size_t>(MemorySplit::kBlockRows);
-    RECTRAIN_RETURN_IF_ERROR(Ensure(b.labels, rows_after, lim, reserve));
-    RECTRAIN_RETURN_IF_ERROR(Ensure(b.dense, rows_after * static_cast<size_t>(nd), lim * static_cast<size_t>(nd), reserve));
-    if (s.has_group_) {
-      RECTRAIN_RETURN_IF_ERROR(Ensure(b.group_keys, rows_after, lim, reserve));
-    }
-    b.labels.insert(b.labels.end(), batch.labels.begin() + done, batch.labels.begin() + done + take);
-    b.dense.insert(b.dense.end(), batch.dense.begin() + done * nd, batch.dense.begin() + (done + take) * nd);
-    if (s.has_group_) {
-      b.group_keys.insert(b.group_keys.end(), batch.group_keys.begin() + done,
-                          batch.group_keys.begin() + done + take);
-    }
+    RECTRAIN_RETURN_IF_ERROR(Ensure(b.records, static_cast<size_t>((b.rows + take) * words),
+                                    static_cast<size_t>(MemorySplit::kBlockRows * words), reserve));
+    int64_t pool_add = 0;
     for (size_t c = 0; c < ns; ++c) {
-      const SparseColumn& src = batch.sparse[c];
-      MemorySplit::Column& dst = b.sparse[c];
-      if (!s.multi_[c]) {
-        RECTRAIN_RETURN_IF_ERROR(Ensure(dst.ids, rows_after, lim, reserve));
-        dst.ids.insert(dst.ids.end(), src.ids.begin() + done, src.ids.begin() + done + take);
-        continue;
+      if (s.multi_[c]) pool_add += batch.sparse[c].RowEnd(done + take - 1) - batch.sparse[c].RowBegin(done);
+    }
+    if (static_cast<int64_t>(b.pool.size()) + pool_add > static_cast<int64_t>(kLow32)) {
+      failed_ = true;
+      return ResourceExhaustedError("the memory cache holds at most 2^32-1 ids of multi-valued fields per " +
+                                    std::to_string(MemorySplit::kBlockRows) +
+                                    " rows; set data.memory_cache: off for this split");
+    }
+    const size_t pool_needed = b.pool.size() + static_cast<size_t>(pool_add);
+    RECTRAIN_RETURN_IF_ERROR(Ensure(b.pool, pool_needed, kUnbounded, reserve));
+    const size_t first_word = static_cast<size_t>(b.rows * words);
+    b.records.resize(first_word + static_cast<size_t>(take * words), 0);
+    for (int64_t i = 0; i < take; ++i) {
+      const int64_t r = done + i;
+      uint64_t* rec = b.records.data() + first_word + static_cast<size_t>(i * words);
+      char* bytes = reinterpret_cast<char*>(rec);
+      std::memcpy(bytes, &batch.labels[static_cast<size_t>(r)], sizeof(float));
+      if (nd > 0) {
+        std::memcpy(bytes + sizeof(float), batch.dense.data() + r * nd, sizeof(float) * static_cast<size_t>(nd));
       }
-      RECTRAIN_RETURN_IF_ERROR(Ensure(dst.offsets, rows_after + 1, lim + 1, reserve));
-      if (dst.offsets.empty()) dst.offsets.push_back(0);
-      const int64_t first = src.RowBegin(done);
-      const int64_t last = src.RowEnd(done + take - 1);
-      const size_t ids_after = dst.ids.size() + static_cast<size_t>(last - first);
-      RECTRAIN_RETURN_IF_ERROR(Ensure(dst.ids, ids_after, ids_after, reserve));
-      const int64_t base = static_cast<int64_t>(dst.ids.size()) - first;
-      for (int64_t r = done; r < done + take; ++r) dst.offsets.push_back(base + src.RowEnd(r));
-      dst.ids.insert(dst.ids.end(), src.ids.begin() + first, src.ids.begin() + last);
+      uint64_t* slots = rec + dw;
+      for (size_t c = 0; c < ns; ++c) {
+        const SparseColumn& col = batch.sparse[c];
+        if (!s.multi_[c]) {
+          slots[c] = col.ids[static_cast<size_t>(r)];
+          continue;
+        }
+        const int64_t begin = col.RowBegin(r), end = col.RowEnd(r);
+        slots[c] = (static_cast<uint64_t>(end - begin) << 32) | static_cast<uint64_t>(b.pool.size());
+        b.pool.insert(b.pool.end(), col.ids.begin() + begin, col.ids.begin() + end);
+      }
+      if (s.has_group_) slots[ns] = batch.group_keys[static_cast<size_t>(r)];
     }
     b.rows += take;
     s.rows_ += take;
@@ -270,17 +297,10 @@ Result<std::shared_ptr<const MemorySplit>> MemorySplitBuilder::Finish() {
   MemorySplit& s = *split_;
   if (!s.blocks_.empty()) {
     MemorySplit::Block& b = s.blocks_.back();
-    int64_t before = CapacityBytes(b.labels) + CapacityBytes(b.dense) + CapacityBytes(b.group_keys);
-    for (const auto& c : b.sparse) before += CapacityBytes(c.offsets) + CapacityBytes(c.ids);
-    b.labels.shrink_to_fit();
-    b.dense.shrink_to_fit();
-    b.group_keys.shrink_to_fit();
-    int64_t after = CapacityBytes(b.labels) + CapacityBytes(b.dense) + CapacityBytes(b.group_keys);
-    for (auto& c : b.sparse) {
-      c.offsets.shrink_to_fit();
-      c.ids.shrink_to_fit();
-      after += CapacityBytes(c.offsets) + CapacityBytes(c.ids);
-    }
+    const int64_t before = CapacityBytes(b.records) + CapacityBytes(b.pool);
+    b.records.shrink_to_fit();
+    b.pool.shrink_to_fit();
+    const int64_t after = CapacityBytes(b.records) + CapacityBytes(b.pool);
     budget_->Release(before - after);
     s.bytes_ -= before - after;
   }

@@ -3,11 +3,16 @@
 // gather batches from memory instead of re-parsing files. data/epoch_source.h decides when a
 // split is cached and in which order its rows are served; this file only stores rows.
 //
-// Storage: rows are appended in blocks of kBlockRows rows; each block holds labels, dense values
-// (row-major, num_dense per row), one column per sparse field (single-valued: one id per row; a
-// field that is multi-valued in any appended batch: int64 CSR offsets + ids) and, when the
-// batches carry them, group keys. Row r lives in block r / kBlockRows, so a gather is one
-// division per row and column; no per-row pointers. Bytes are the vectors' capacities.
+// Storage: rows are appended in blocks of kBlockRows rows. A block holds one fixed-size record
+// per row — label (float), dense values (floats), then one 8-byte slot per sparse field and the
+// group key when the batches carry them — plus a pool for the ids of multi-valued fields (a
+// multi-valued field's slot holds {uint32 start in the pool, uint32 count}; a single-valued
+// field's slot is its id). Rows are stored row-major on purpose: an epoch is served in a random
+// order, and gathering a row then touches one record (a few adjacent cache lines, one page)
+// instead of one random location per column: a random-order gather of 4096 criteo-shape rows
+// takes 0.69 ms of CPU versus 1.85 ms from a columnar layout (memory_split_benchmark,
+// docs/data.md). Gather() writes Batch's columnar layout.
+// Row r lives in block r / kBlockRows. Bytes are the vectors' capacities.
 //
 // Memory accounting: a MemoryBudget is shared by every split of a run (training and
 // validation). The builder reserves bytes from it as blocks grow and fails with
@@ -90,18 +95,16 @@ class MemorySplit {
 
  private:
   friend class MemorySplitBuilder;
-  struct Column {
-    std::vector<int64_t> offsets;  // empty: single-valued (ids[r] is row r's id)
-    std::vector<uint64_t> ids;
-  };
   struct Block {
     int64_t rows = 0;
-    std::vector<float> labels;
-    std::vector<float> dense;
-    std::vector<uint64_t> group_keys;
-    std::vector<Column> sparse;
+    std::vector<uint64_t> records;  // rows * record_words_
+    std::vector<uint64_t> pool;     // ids of multi-valued fields
   };
   MemorySplit() = default;
+  // Layout of a record, in 8-byte words: [label, dense...] packed as floats in the first
+  // dense_words_ words, then num_sparse() slots, then the group key.
+  int64_t dense_words() const { return (1 + num_dense() + 1) / 2; }
+  int64_t record_words() const { return dense_words() + num_sparse() + (has_group_ ? 1 : 0); }
 
   std::vector<Block> blocks_;
   std::vector<bool> multi_;  // per sparse column
