@@ -18,6 +18,9 @@ int RunUi(const std::vector<std::string>& args);
 // data_check_cmd.cc: `rectrain data check CONFIG` / `rectrain data stats FILES...`.
 int RunDataCheck(const std::vector<std::string>& args);
 int RunDataStats(const std::vector<std::string>& args);
+// data_cache_cmd.cc: `rectrain data cache CONFIG` / `rectrain data convert INPUT... --to cache`.
+int RunDataCache(const std::vector<std::string>& args);
+int RunDataConvert(const std::vector<std::string>& args);
 
 // Installs SIGINT/SIGTERM handlers that request a clean stop (a second signal exits at once);
 // returns the flag the trainer polls (the signal number once one arrived).

@@ -45,10 +45,12 @@ int RunEval(const std::vector<std::string>& args) {
       j["gauc"] = num(m.gauc);
       j["gauc_groups"] = m.gauc_groups;
     }
+    if (!report->data_source.empty()) j["data_source"] = report->data_source;
     if (report->has_oracle) j["oracle"] = {{"auc", num(report->oracle.auc)}, {"logloss", num(report->oracle.logloss)}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
+  if (!report->data_source.empty()) std::printf("data         %s\n", report->data_source.c_str());
   std::printf("rows         %lld (%lld positive)\n", static_cast<long long>(m.rows),
               static_cast<long long>(m.positives));
   std::printf("auc          %.5f\n", m.auc);

@@ -71,14 +71,18 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
     if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
       std::printf("usage: rectrain data gen --rows N --out FILE [--seed S] [--shape criteo|seed|easy] [--threads T]\n"
                   "       rectrain data check CONFIG [--set KEY=VALUE]... [--split train|valid] [--json]\n"
-                  "       rectrain data stats FILES... [--format F] [--header] [--json]\n");
+                  "       rectrain data stats FILES... [--format F] [--header] [--json]\n"
+                  "       rectrain data cache CONFIG [--split train|valid|all] [--set KEY=VALUE]... [--force]\n"
+                  "       rectrain data convert INPUT... --to cache --out PATH [--config CONFIG | schema flags]\n");
       return rest.empty() ? 2 : 0;
     }
     if (rest[0] == "gen") return RunDataGen(std::vector<std::string>(rest.begin() + 1, rest.end()));
     if (rest[0] == "check") return RunDataCheck(std::vector<std::string>(rest.begin() + 1, rest.end()));
     if (rest[0] == "stats") return RunDataStats(std::vector<std::string>(rest.begin() + 1, rest.end()));
-    return ReportError("rectrain data",
-                       InvalidArgumentError("unknown subcommand \"" + rest[0] + "\"; available: gen, check, stats"));
+    if (rest[0] == "cache") return RunDataCache(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    if (rest[0] == "convert") return RunDataConvert(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    return ReportError("rectrain data", InvalidArgumentError("unknown subcommand \"" + rest[0] +
+                                                             "\"; available: gen, check, stats, cache, convert"));
   }
   std::string msg = "unknown command \"" + cmd + "\"";
   const char* known[] = {"data", "train", "eval", "quickstart", "runs", "ui", "help"};

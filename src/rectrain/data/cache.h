@@ -81,11 +81,4 @@ Result<std::unique_ptr<BatchReader>> OpenCacheReader(const std::vector<std::stri
                                                      const std::string& expected_key = "",
                                                      const std::string& signature = "");
 
-// Writes the rows `config` reads as TSV with a header (docs/formats/cache.md "TSV output"):
-// label, the dense values (%.9g), and each sparse field's ids in decimal ('|' between the ids
-// of a multi-valued field), then the group key. Reading it back with
-// TsvReadBackConfig(the returned names) gives the same Batches. Returns the rows written.
-Result<int64_t> WriteTransformedTsv(const DataConfig& config, const ReadOptions& read,
-                                    const std::string& out_path);
-
 }  // namespace rectrain::data

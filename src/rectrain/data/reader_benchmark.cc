@@ -2,6 +2,9 @@
 //   BM_ParseLines      the parse + transform core on one thread, file already in memory
 //   BM_ReadCriteo/T/C  a full BatchReader pass (pread, T parse workers, C MiB chunks, batches of 4096)
 //   BM_Generate/T      GenerateDataset with T threads (criteo shape)
+//   BM_ReadCache/T/S   the same rows from the binary sample cache (built once from the input;
+//                      T decode workers, S = 1: shuffled blocks + 1M-row shuffle buffer), batches
+//                      of 4096; compare rows_per_cpu_s with BM_ReadCriteo's
 // The input (criteo shape, 200k rows, ~45 MB) is generated once into $TMPDIR, or taken from
 // $RECTRAIN_BENCH_INPUT (a criteo-format file that is left in place).
 #include <benchmark/benchmark.h>
@@ -12,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "rectrain/data/cache.h"
 #include "rectrain/data/generator.h"
 #include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/reader.h"
@@ -147,6 +151,57 @@ void BM_ReadParquet(benchmark::State& state) {
   state.counters["rows_per_cpu_s"] = static_cast<double>(rows) / cpu;
 }
 BENCHMARK(BM_ReadParquet)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// The cache of InputFile(), built once (removed at exit).
+const std::string& CacheFile() {
+  static const std::string& path = *new std::string([] {
+    DataConfig config;
+    config.files = {InputFile()};
+    config.cache = "off";
+    ReadOptions ro;
+    ro.num_threads = 2;
+    const std::string p = InputFile() + ".rtc";
+    auto info = BuildCache(config, ro, CacheWriteOptions{}, p);
+    if (!info.ok()) {
+      std::fprintf(stderr, "%s\n", info.status().ToString().c_str());
+      std::abort();
+    }
+    std::atexit([] { std::filesystem::remove(InputFile() + ".rtc"); });
+    return p;
+  }());
+  return path;
+}
+
+void BM_ReadCache(benchmark::State& state) {
+  const std::string& path = CacheFile();
+  ReadOptions opt;
+  opt.num_threads = static_cast<int>(state.range(0));
+  opt.shuffle = state.range(1) != 0;
+  opt.batch_size = 4096;
+  int64_t rows = 0;
+  double wait = 0;
+  const double cpu0 = ProcessCpuSeconds();
+  for (auto _ : state) {
+    auto reader = OpenCacheReader({path}, opt).value();
+    while (true) {
+      auto b = reader->Next();
+      if (!b.ok() || !b->has_value()) break;
+      benchmark::DoNotOptimize((*b)->labels.data());
+      reader->Recycle(std::move(**b));
+    }
+    rows += reader->Stats().rows_read;
+    wait += reader->Stats().wait_seconds;
+    ++opt.epoch;
+  }
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["rows_per_cpu_s"] = static_cast<double>(rows) / cpu;
+  state.counters["wait_s"] = wait / static_cast<double>(state.iterations());
+}
+// Args: decode threads, shuffle.
+BENCHMARK(BM_ReadCache)
+    ->Args({1, 0})->Args({2, 0})->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 void BM_Generate(benchmark::State& state) {
   const std::string out = InputFile() + ".gen.tsv";

@@ -17,6 +17,7 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/data/cache.h"
 #include "rectrain/data/epoch_source.h"
 #include "rectrain/data/generator.h"
 #include "rectrain/data/reader.h"
@@ -140,6 +141,17 @@ Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<s
   }
   b.params = b.model->Params();
   return b;
+}
+
+// A train.log line saying which sample cache a split reads (data/cache.h), when data.cache is on.
+std::string CacheLine(const std::string& split, const data::DataConfig& d) {
+  auto found = data::FindCache(d);
+  if (found.ok() && found->has_value()) {
+    return split + ": reading the sample cache " + (*found)->path + " (" + std::to_string((*found)->rows) + " rows)";
+  }
+  return split + ": no sample cache matches (data.cache: " + d.cache + "); parsing the files" +
+         (d.cache == "build" ? " (the cache is written on the first pass)"
+                             : " (`rectrain data cache CONFIG` builds one)");
 }
 
 // The validation split, read in file order on every evaluation: from memory once the first
@@ -386,6 +398,7 @@ Status TrainLoop::Setup() {
     num_dense_ = static_cast<int>(r->dense_names().size());
   }
   rows_per_epoch_ = EstimateRows(c_.train_files);
+  if (train_data.cache != "off") log_->Log(CacheLine("data.train", train_data));
 
   RECTRAIN_ASSIGN_OR_RETURN(bundle_, BuildModel(c_, sparse_names_, num_dense_));
   RECTRAIN_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(c_.optimizer));
@@ -432,6 +445,12 @@ Status TrainLoop::Setup() {
     RECTRAIN_ASSIGN_OR_RETURN(auto vsource, WithContext(data::EpochSource::Create(std::move(vd), vo, veo, memory_budget_,
                                                                                   "data.valid", log_line),
                                                         "data.valid"));
+    if (c_.data.cache != "off") {
+      data::DataConfig vc = c_.data;
+      vc.files = c_.valid_files;
+      vc.negative_downsampling = 1.0;
+      log_->Log(CacheLine("data.valid", vc));
+    }
     valid_ = std::make_unique<ValidSet>(std::move(vsource));
   }
   const size_t window = 1 << 17;
@@ -933,6 +952,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   RECTRAIN_ASSIGN_OR_RETURN(auto probe, WithContext(data::OpenBatchReader(dc, ro), "--data"));
   std::vector<std::string> sparse = probe->sparse_names();
   const int num_dense = static_cast<int>(probe->dense_names().size());
+  const std::string data_source = probe->cache_note();
   probe.reset();
   RECTRAIN_ASSIGN_OR_RETURN(ModelBundle bundle, BuildModel(c, sparse, num_dense));
   RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables).status())
@@ -947,6 +967,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   MetricAccumulator acc;
   RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, ws, data, compute, &acc, c.data.negative_downsampling)) << "while evaluating";
   EvalReport report;
+  report.data_source = data_source;
   report.gauc_requested = !dc.schema.group_key.empty();
   report.metrics = acc.Compute(compute, report.gauc_requested);
   report.has_oracle = OracleFromProbFiles(options.files, acc.labels(), compute, &report.oracle,

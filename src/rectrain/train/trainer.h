@@ -107,6 +107,7 @@ struct EvalReport {
   bool has_oracle = false;
   OracleMetrics oracle;
   std::string oracle_note;          // why the oracle is missing, when a .prob file was unusable
+  std::string data_source;          // "sample cache PATH (...)" when a sample cache was read, else ""
   double seconds = 0;
 };
 

@@ -465,9 +465,8 @@ Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out
   RECTRAIN_CHECK(index >= 0 && index < static_cast<int64_t>(footer_.blocks.size()));
   const CacheBlockRef& ref = footer_.blocks[static_cast<size_t>(index)];
   const std::string where = "block " + std::to_string(index) + " (byte " + std::to_string(ref.offset) + ")";
-  scratch->stored.resize(static_cast<size_t>(ref.bytes));
-  RECTRAIN_RETURN_IF_ERROR(ReadFully(*file_, ref.offset, ref.bytes, scratch->stored.data()));
-  const char* p = scratch->stored.data();
+  char* p = scratch->stored.Get(static_cast<size_t>(ref.bytes));
+  RECTRAIN_RETURN_IF_ERROR(ReadFully(*file_, ref.offset, ref.bytes, p));
   const CacheSchema& s = footer_.schema;
   const int num_streams = NumStreams(s);
   if (std::memcmp(p, kBlockMagic, 4) != 0 || GetU32(p + 4) != static_cast<uint64_t>(ref.rows) ||
@@ -556,10 +555,10 @@ Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out
     }
     const int64_t n = (int64_t{d.decoded_bytes} - int64_t{d.dict_count} * 8) / w;
     if (count >= 0 && n != count) return Corrupt(path_, what + ": id count disagrees with the row count");
-    scratch->decoded.resize(d.decoded_bytes);
-    RECTRAIN_RETURN_IF_ERROR(decompress(d, stored, scratch->decoded.data()));
-    const uint64_t* dict = reinterpret_cast<const uint64_t*>(scratch->decoded.data());
-    const char* idx = scratch->decoded.data() + int64_t{d.dict_count} * 8;
+    char* decoded = scratch->decoded.Get(d.decoded_bytes);
+    RECTRAIN_RETURN_IF_ERROR(decompress(d, stored, decoded));
+    const uint64_t* dict = reinterpret_cast<const uint64_t*>(decoded);  // new[] is 16-byte aligned
+    const char* idx = decoded + int64_t{d.dict_count} * 8;
     dst->resize(static_cast<size_t>(n));
     uint64_t* o = dst->data();
     // Bounds first (one vectorisable pass), then an unchecked gather.
@@ -570,11 +569,14 @@ Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out
       if (n > 0 && max_index >= d.dict_count) return Corrupt(path_, what + ": dictionary index out of range");
       for (int64_t i = 0; i < n; ++i) o[i] = dict[q[i]];
     } else if (w == 2) {
-      std::vector<uint16_t> q(static_cast<size_t>(n));  // aligned copy
-      if (n > 0) std::memcpy(q.data(), idx, static_cast<size_t>(n) * 2);
-      for (int64_t i = 0; i < n; ++i) max_index = std::max<uint32_t>(max_index, q[i]);
+      auto q = [idx](int64_t i) {
+        uint16_t v;
+        std::memcpy(&v, idx + 2 * i, 2);  // unaligned load
+        return v;
+      };
+      for (int64_t i = 0; i < n; ++i) max_index = std::max<uint32_t>(max_index, q(i));
       if (n > 0 && max_index >= d.dict_count) return Corrupt(path_, what + ": dictionary index out of range");
-      for (int64_t i = 0; i < n; ++i) o[i] = dict[q[i]];
+      for (int64_t i = 0; i < n; ++i) o[i] = dict[q(i)];
     } else {
       for (int64_t i = 0; i < n; ++i) {
         uint32_t v;

@@ -13,6 +13,7 @@
 // threads at once (each with its own scratch). A CacheFileWriter is used by one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -106,10 +107,26 @@ class CacheFileWriter {
   std::string scratch_;
 };
 
+// A growable buffer that is not zero-filled (std::string::resize would memset every growth).
+class CacheByteBuffer {
+ public:
+  char* Get(size_t n) {
+    if (n > capacity_) {
+      capacity_ = std::max(n, capacity_ * 2);
+      data_.reset(new char[capacity_]);
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
+};
+
 // Per-thread buffers for ReadBlock (reused across blocks).
 struct CacheReadScratch {
-  std::string stored;
-  std::string decoded;
+  CacheByteBuffer stored;
+  CacheByteBuffer decoded;
 };
 
 class CacheFile {
