@@ -176,6 +176,18 @@ TEST(LibsvmErrorTest, EveryBadRowNamesFileLineColumnAndTheFix) {
   }
 }
 
+// Regression (text_reader_fuzzer, UBSan: signed overflow in the index scan): an index or field of
+// 19+ digits is a bad pair, decided without overflowing; 18 digits is the largest index.
+TEST(LibsvmErrorTest, LongIndexIsABadPair) {
+  TempDir dir;
+  const std::string path = dir.Write("a.svm", "1 999999999999999999:1\n1 99999999999999999999:1\n");
+  EXPECT_EQ(FirstError(Libsvm(path)),
+            path + ":2:3: expected a libsvm pair <index>:<value> (e.g. \"17:1\") with non-negative "
+                   "integer index and a finite value, got \"99999999999999999999:1\"; " + kHint);
+  const std::string ffm = dir.Write("a.ffm", "1 99999999999999999999999:1:1\n");
+  EXPECT_NE(FirstError(Libffm(ffm, {}, {"1"})).find(ffm + ":1:3: expected a libffm pair"), std::string::npos);
+}
+
 TEST(LibsvmErrorTest, LineNumbersAndMaxBadRows) {
   TempDir dir;
   std::string text;

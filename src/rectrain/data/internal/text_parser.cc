@@ -700,7 +700,9 @@ inline bool ScanKey(const char** p, const char* end, int64_t* key, const char** 
   int64_t v = 0;
   *kb = q;
   while (q < end && static_cast<unsigned>(*q - '0') < 10u) {
-    v = v * 10 + (*q - '0');
+    // At most 18 digits are accumulated (< 2^63): a longer index is rejected below, and must
+    // not overflow first (found by text_reader_fuzzer; LibsvmErrorTest.LongIndexIsABadPair).
+    if (q - *kb < 18) v = v * 10 + (*q - '0');
     ++q;
   }
   if (q == *kb || q - *kb > 18) return false;
