@@ -614,22 +614,24 @@ Status AssembleLevels(const ChunkContext& c, int64_t n_levels, int64_t* n_presen
   Scratch& s = *c.s;
   const uint16_t max_def = col.max_definition_level;
   if (!col.is_list) {
+    const int64_t slot_base = *rows;  // a row is a slot
     *n_slots = n_levels;
     *rows += n_levels;
     if (max_def == 0) {
       *n_present = n_levels;
       return OkStatus();
     }
-    size_t vbase = out->validity.size();
-    out->validity.resize(vbase + n_levels);
-    uint8_t* v = out->validity.data() + vbase;
     const uint16_t* d = s.def.data();
     int64_t present = 0;
-    for (int64_t i = 0; i < n_levels; ++i) {
-      v[i] = d[i] == max_def;
-      present += v[i];
-    }
+    for (int64_t i = 0; i < n_levels; ++i) present += d[i] == max_def;
     *n_present = present;
+    // validity stays empty until the first null (most optional columns have none): then the
+    // slots before it are filled in as present.
+    if (present == n_levels && out->validity.empty()) return OkStatus();
+    if (out->validity.empty()) out->validity.assign(static_cast<size_t>(slot_base), 1);
+    out->validity.resize(slot_base + n_levels);
+    uint8_t* v = out->validity.data() + slot_base;
+    for (int64_t i = 0; i < n_levels; ++i) v[i] = d[i] == max_def;
     return OkStatus();
   }
   const uint16_t list_def = c.list_def, slot_def = c.list_def + 1;

@@ -164,7 +164,8 @@ struct ColumnData {
   PodVector<int64_t> offsets;
   PodVector<uint8_t> bytes;
 
-  // Per slot, 1 = present, 0 = null. Empty when the slots cannot be null (all present).
+  // Per slot, 1 = present, 0 = null. Empty when no slot is null (always for a required column;
+  // for a plain optional column whenever the chunk holds no null).
   PodVector<uint8_t> validity;
 
   // is_list only: row r holds slots [list_offsets[r], list_offsets[r+1]) (num_rows + 1 entries),
