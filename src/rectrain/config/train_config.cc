@@ -129,6 +129,9 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.model.dropout = b.Float("model.dropout", 0.0f, Range::HalfOpen(0, 1));
   c.model.layer_norm = b.Bool("model.layer_norm", false);
   c.model.cross_layers = static_cast<int>(b.Int("model.cross_layers", 3, Range::Closed(0, 64)));
+  c.model.precision = b.String("model.precision", "fp32", {"fp32", "bf16"}) == "bf16"
+                          ? nn::GemmPrecision::kBf16
+                          : nn::GemmPrecision::kFp32;
   c.model.seed = DeriveSeed(c.seed, 0x6d6f64656cULL);  // "model"
 
   // embedding.*

@@ -22,6 +22,7 @@ TEST(TrainConfig, DefaultsWithOnlyTrainFiles) {
   EXPECT_TRUE(t.read.shuffle);
   EXPECT_EQ(t.model.type, "deepfm");
   EXPECT_EQ(t.model.hidden, (std::vector<int>{400, 400, 400}));
+  EXPECT_EQ(t.model.precision, nn::GemmPrecision::kFp32);
   EXPECT_EQ(t.embedding.optimizer.type, "adagrad");
   EXPECT_FLOAT_EQ(t.embedding_lr, 0.05f);
   EXPECT_EQ(t.optimizer.type, "adam");
@@ -34,6 +35,16 @@ TEST(TrainConfig, DefaultsWithOnlyTrainFiles) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->resolved_yaml, c->resolved_yaml);
   EXPECT_EQ(again->hash, c->hash);
+}
+
+TEST(TrainConfig, ModelPrecision) {
+  auto c = Load("data: {train: a.tsv}\nmodel: {precision: bf16}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config.model.precision, nn::GemmPrecision::kBf16);
+  auto bad = Load("data: {train: a.tsv}\nmodel: {precision: fp16}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("model.precision"), std::string::npos)
+      << bad.status();
 }
 
 TEST(TrainConfig, ShuffleModesAndMemoryCache) {

@@ -75,6 +75,11 @@ struct KernelTable {
   void (*fm_backward)(const float* x, int64_t rows, int64_t fields, int64_t dim, int64_t ld,
                       const float* dout, float* dx, int64_t ld_dx, bool accumulate,
                       float* scratch) = nullptr;
+
+  // float -> bfloat16 (the upper 16 bits of the IEEE float), rounded to nearest even; a NaN
+  // stays a (quiet) NaN with its sign. out[i] = Bf16(x[i]) for i < n. Bit-identical across
+  // levels (integer arithmetic only). Feeds kernels::GemmBf16.
+  void (*to_bf16)(const float* x, int64_t n, uint16_t* out) = nullptr;
 };
 
 // The highest level this CPU supports (cpuid), ignoring RECTRAIN_SIMD.

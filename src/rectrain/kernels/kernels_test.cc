@@ -3,6 +3,7 @@
 // Tolerances: mapping kernels must match exactly (mul_add: 1 ulp for FMA); summing kernels
 // within 1e-5 · Σ|terms| + 1e-6 (float vs the reference's double accumulation).
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,46 @@ TEST_P(KernelsTest, FmForwardBackwardMatchReference) {
       }
     }
   }
+}
+
+TEST_P(KernelsTest, ToBf16MatchesReferenceExactly) {
+  std::vector<float> x = RandomVec(1000, 5);
+  // Edge cases: ties to even both ways, the largest finite values (round to infinity), infinities,
+  // NaNs of both signs (must stay NaN), zeros and denormals.
+  const uint32_t special[] = {0x3F808000u, 0x3F818000u, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u,
+                              0xFF800000u, 0x7FC00001u, 0xFF800001u, 0x7F800001u, 0x00000000u,
+                              0x80000000u, 0x00000001u, 0x0000FFFFu};
+  for (uint32_t bits : special) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    x.push_back(f);
+  }
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{17}, static_cast<int64_t>(x.size())}) {
+    std::vector<uint16_t> a(n + 1, 7), b(n + 1, 7);
+    ref_.to_bf16(x.data(), n, a.data());
+    k_.to_bf16(x.data(), n, b.data());
+    ASSERT_EQ(a, b) << "n=" << n;
+    EXPECT_EQ(a[n], 7) << "wrote past n";
+  }
+}
+
+TEST(ToBf16Test, RoundsToNearestEvenAndKeepsNaN) {
+  const KernelTable& ref = internal::ReferenceKernels();
+  auto bf16 = [&](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    uint16_t out = 0;
+    ref.to_bf16(&f, 1, &out);
+    return out;
+  };
+  EXPECT_EQ(bf16(0x3F800000u), 0x3F80);  // 1.0 exact
+  EXPECT_EQ(bf16(0x3F808000u), 0x3F80);  // tie, even stays
+  EXPECT_EQ(bf16(0x3F818000u), 0x3F82);  // tie, odd rounds up
+  EXPECT_EQ(bf16(0x3F808001u), 0x3F81);  // above the tie
+  EXPECT_EQ(bf16(0x7F7FFFFFu), 0x7F80);  // FLT_MAX overflows to +inf
+  EXPECT_EQ(bf16(0x7F800000u), 0x7F80);  // +inf
+  EXPECT_EQ(bf16(0x7F800001u) & 0x7FC0, 0x7FC0);  // signalling NaN -> quiet NaN, not inf
+  EXPECT_EQ(bf16(0xFFC00000u), 0xFFC0);  // -NaN keeps its sign
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLevels, KernelsTest, ::testing::ValuesIn(Levels()),

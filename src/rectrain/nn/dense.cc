@@ -9,6 +9,23 @@
 #include "rectrain/nn/internal/parallel_util.h"
 
 namespace rectrain::nn {
+namespace {
+
+// Packs m [rows × cols] (any row stride) into a dense bf16 array, rows split across the pool.
+void ToBf16(const ComputeContext& compute, ConstMatrixView m, std::vector<uint16_t>* out) {
+  out->resize(static_cast<size_t>(m.rows * m.cols));
+  const kernels::KernelTable& k = kernels::ActiveKernels();
+  uint16_t* dst = out->data();
+  internal::ForRows(compute, m.rows, m.cols, [&](int64_t r0, int64_t r1) {
+    if (m.ld == m.cols) {
+      k.to_bf16(m.row(r0), (r1 - r0) * m.cols, dst + r0 * m.cols);
+      return;
+    }
+    for (int64_t r = r0; r < r1; ++r) k.to_bf16(m.row(r), m.cols, dst + r * m.cols);
+  });
+}
+
+}  // namespace
 
 Dense::Dense(std::string name, int64_t in, int64_t out, Activation act, WeightInit init,
              uint64_t seed)
@@ -55,8 +72,15 @@ Status Dense::Forward(ConstMatrixView x, MatrixView y, const LayerContext& ctx) 
     });
     return OkStatus();
   }
-  kernels::Gemm(false, false, rows, out_, in_, 1.0f, x.data, x.ld, weight_.data(), out_, 0.0f,
-                y.data, y.ld);
+  if (ctx.precision == GemmPrecision::kBf16) {
+    ToBf16(ctx.compute, x, &x16_);
+    ToBf16(ctx.compute, weight_.view(), &w16_);
+    kernels::GemmBf16(false, false, rows, out_, in_, x16_.data(), in_, w16_.data(), out_,
+                      /*accumulate=*/false, y.data, y.ld);
+  } else {
+    kernels::Gemm(false, false, rows, out_, in_, 1.0f, x.data, x.ld, weight_.data(), out_, 0.0f,
+                  y.data, y.ld);
+  }
   internal::ForRows(ctx.compute, rows, out_, [&](int64_t r0, int64_t r1) {
     k.bias_act(y.row(r0), r1 - r0, out_, y.ld, bias_.data(), relu);
   });
@@ -94,6 +118,19 @@ Status Dense::Backward(ConstMatrixView x, ConstMatrixView y, MatrixView dy, Matr
       internal::ForRows(ctx.compute, rows, in_, [&](int64_t r0, int64_t r1) {
         k.outer(g + r0, r1 - r0, weight_.data(), in_, dx.row(r0), dx.ld);
       });
+    }
+    return OkStatus();
+  }
+  if (ctx.precision == GemmPrecision::kBf16) {
+    if (static_cast<int64_t>(x16_.size()) != rows * in_) {
+      return FailedPreconditionError("Dense " + name_ + ": bf16 Backward without a bf16 Forward");
+    }
+    ToBf16(ctx.compute, dy, &g16_);
+    kernels::GemmBf16(true, false, in_, out_, rows, x16_.data(), in_, g16_.data(), out_,
+                      /*accumulate=*/false, weight_grad_.data(), out_);
+    if (dx.data != nullptr) {
+      kernels::GemmBf16(false, true, rows, in_, out_, g16_.data(), out_, w16_.data(), out_,
+                        /*accumulate=*/false, dx.data, dx.ld);
     }
     return OkStatus();
   }

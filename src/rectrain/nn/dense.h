@@ -3,7 +3,9 @@
 //   forward:  y = act(x · W + b)            W [in × out] (row-major, "x·W" layout), b [out]
 //   backward: g = dy ⊙ act'(y)               (in place in dy; ReLU' from the output y)
 //             dW = xᵀ · g,  db = Σ_rows g,   dx = g · Wᵀ
-// GEMMs go through kernels::Gemm (oneDNN). An out=1 layer (the logit) uses GEMV-style kernels
+// GEMMs go through kernels::Gemm (oneDNN); with LayerContext::precision kBf16 through
+// kernels::GemmBf16 on bf16 copies of x, W and g made by Forward/Backward (x's and W's copies
+// are kept from Forward for Backward). An out=1 layer (the logit) uses GEMV-style kernels
 // (row_dot, col_weighted_sum, outer) instead: a GEMM with N=1 runs at ~1/6 of the speed.
 // Params: "<name>.weight" [in × out] (decay), "<name>.bias" [out] (no decay).
 // Init: kHe — N(0, 2/in) (for layers followed by ReLU); kXavier — U(±sqrt(6/(in+out))); bias 0.
@@ -48,6 +50,8 @@ class Dense final : public Layer {
   Activation act_;
   tensor::Tensor weight_, weight_grad_, bias_, bias_grad_;
   tensor::Tensor packed_grad_;  // out == 1 with a strided dy only
+  // kBf16: bfloat16 copies of the last Forward's x [rows × in] and W, and Backward's g.
+  std::vector<uint16_t> x16_, w16_, g16_;
 };
 
 }  // namespace rectrain::nn

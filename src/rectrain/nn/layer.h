@@ -49,11 +49,17 @@ namespace rectrain::nn {
 using tensor::ConstMatrixView;
 using tensor::MatrixView;
 
+// Arithmetic of the matrix products in Dense layers. kBf16 rounds the GEMM inputs (activations,
+// weights, output gradients) to bfloat16 and accumulates in fp32; parameters, optimizer state
+// and every other op stay fp32 (mixed precision; docs/decisions/0004-bf16-gemm.md).
+enum class GemmPrecision : uint8_t { kFp32, kBf16 };
+
 // Per-call settings (never stored in layers).
 struct LayerContext {
   ComputeContext compute;
   bool training = false;  // enables dropout
   uint64_t seed = 0;      // per-step seed (ForwardInput::seed); layers derive their own stream
+  GemmPrecision precision = GemmPrecision::kFp32;  // Backward must get Forward's value
 };
 
 class Layer {

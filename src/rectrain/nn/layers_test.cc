@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "rectrain/base/random.h"
+#include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/activation.h"
 #include "rectrain/nn/cross.h"
 #include "rectrain/nn/dense.h"
@@ -153,6 +154,50 @@ TEST(DenseTest, ForwardMatchesNaiveLoop) {
       }
     }
   }
+}
+
+// Mixed precision: the bf16 Dense agrees with the fp32 one to bf16 rounding (8 significant bits,
+// so ~0.4% per input, averaging out over the sum), on a shape with strided input and output.
+TEST(DenseTest, Bf16MatchesFp32WithinRounding) {
+  if (!kernels::Bf16GemmAvailable()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  const int64_t rows = 64, in = 48, out = 40, ld = in + 3;
+  Rng rng(12);
+  tensor::Tensor x(rows, ld), dy(rows, out);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal());
+  for (float& v : dy.span()) v = static_cast<float>(rng.Normal());
+  const ConstMatrixView xv{x.data(), rows, in, ld};
+  Dense a("d", in, out, Activation::kRelu, WeightInit::kHe, 3);
+  Dense b("d", in, out, Activation::kRelu, WeightInit::kHe, 3);
+  LayerContext fp32{ComputeContext{2}, true, 1};
+  LayerContext bf16 = fp32;
+  bf16.precision = GemmPrecision::kBf16;
+  tensor::Tensor ya(rows, out), yb(rows, out), dxa(rows, ld), dxb(rows, ld);
+  ASSERT_TRUE(a.Forward(xv, ya.view(), fp32).ok());
+  ASSERT_TRUE(b.Forward(xv, yb.view(), bf16).ok());
+  auto close = [](std::span<const float> p, std::span<const float> q, double rel) {
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      err = std::max(err, static_cast<double>(std::fabs(p[i] - q[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(p[i])));
+    }
+    return err <= rel * scale;
+  };
+  EXPECT_TRUE(close(ya.span(), yb.span(), 1e-2));
+  EXPECT_FALSE(close(ya.span(), yb.span(), 1e-9)) << "bf16 path was not taken";
+  tensor::Tensor dya(rows, out), dyb(rows, out);
+  std::copy(dy.span().begin(), dy.span().end(), dya.span().begin());
+  std::copy(dy.span().begin(), dy.span().end(), dyb.span().begin());
+  MatrixView dxav{dxa.data(), rows, in, ld}, dxbv{dxb.data(), rows, in, ld};
+  ASSERT_TRUE(a.Backward(xv, ya.view(), dya.view(), dxav, fp32).ok());
+  ASSERT_TRUE(b.Backward(xv, yb.view(), dyb.view(), dxbv, bf16).ok());
+  EXPECT_TRUE(close(dxa.span(), dxb.span(), 2e-2));
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_TRUE(close(a.Params()[p].grad, b.Params()[p].grad, 2e-2)) << a.Params()[p].name;
+  }
+  // Backward in bf16 needs the bf16 copies of a bf16 Forward.
+  Dense c("c", in, out, Activation::kRelu, WeightInit::kHe, 3);
+  EXPECT_EQ(c.Backward(xv, yb.view(), dyb.view(), dxbv, bf16).code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST(FmTest, ForwardMatchesPairwiseLoop) {

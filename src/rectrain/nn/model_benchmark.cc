@@ -1,5 +1,6 @@
 // DeepFM forward + backward + loss at criteo-shape (26 fields × dim 16 + 13 dense, MLP
-// 400-400-400, batch 4096) and seed-shape (26 × 32 + 50 dense), on 1 and 2 threads.
+// 400-400-400, batch 4096) and seed-shape (26 × 32 + 50 dense), on 1 and 2 threads, with fp32
+// and bf16 (model.precision) GEMMs.
 // Reports samples/s (items_per_second, wall time) plus cpu_ms_per_step (process CPU time, all
 // threads) and, in BM_DeepFmBreakdown, CPU milliseconds per piece of the step (counters *_ms),
 // built from the same layers the model uses.
@@ -15,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include "rectrain/base/random.h"
+#include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/dense.h"
 #include "rectrain/nn/embedding_bag.h"
 #include "rectrain/nn/fm.h"
@@ -88,11 +90,17 @@ std::vector<std::string> FieldNames() {
 void BM_DeepFmStep(benchmark::State& state) {
   const Shape shape = ShapeOf(state.range(0));
   const int threads = static_cast<int>(state.range(1));
+  const bool bf16 = state.range(2) != 0;
+  if (bf16 && !kernels::Bf16GemmAvailable()) {
+    state.SkipWithError("no AVX512_BF16 on this CPU");
+    return;
+  }
   omp_set_num_threads(threads);
   const ComputeContext compute{threads};
   ModelConfig config;
   config.type = "deepfm";
   config.embedding_dim = shape.dim;
+  config.precision = bf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
   embedding::EmbeddingTableConfig tmpl;
   auto model = std::move(MakeModel(config, FieldNames(), shape.num_dense, tmpl)).value();
   Inputs in(shape.dim, shape.num_dense);
@@ -111,11 +119,8 @@ void BM_DeepFmStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 BENCHMARK(BM_DeepFmStep)
-    ->ArgNames({"seed_shape", "threads"})
-    ->Args({0, 1})
-    ->Args({0, 2})
-    ->Args({1, 1})
-    ->Args({1, 2})
+    ->ArgNames({"seed_shape", "threads", "bf16"})
+    ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);

@@ -9,6 +9,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/embedding/embedding_table.h"
+#include "rectrain/nn/layer.h"
 #include "rectrain/nn/model.h"
 
 namespace rectrain::nn {
@@ -24,6 +25,8 @@ struct ModelConfig {
   bool layer_norm = false;              // after each hidden Dense, before the activation
   int cross_layers = 3;                 // dcn_v2: number of full-rank cross layers
   uint64_t seed = 42;                   // dense parameter initialisation
+  // Dense-layer GEMMs in fp32 or mixed bf16 (nn/layer.h). kBf16 needs kernels::Bf16GemmAvailable().
+  GemmPrecision precision = GemmPrecision::kFp32;
 };
 
 // Names of the registered model types, for error messages and docs.

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/activation.h"
 #include "rectrain/nn/cross.h"
 #include "rectrain/nn/dense.h"
@@ -39,7 +40,7 @@ struct Parts {
 class ComposedModel final : public Model {
  public:
   ComposedModel(std::string name, ModelSpec spec, std::unique_ptr<EmbeddingBag> bag,
-                int64_t emb_width, Parts parts, uint64_t seed)
+                int64_t emb_width, Parts parts, uint64_t seed, GemmPrecision precision)
       : name_(std::move(name)),
         spec_(std::move(spec)),
         bag_(std::move(bag)),
@@ -47,7 +48,8 @@ class ComposedModel final : public Model {
         num_dense_(spec_.num_dense),
         first_order_(parts.first_order),
         fm_(std::move(parts.fm)),
-        deep_(std::move(parts.deep)) {
+        deep_(std::move(parts.deep)),
+        precision_(precision) {
     if (first_order_) {
       if (num_dense_ > 0) {
         // Zero-initialised, like the first-order embedding column: a random start puts
@@ -78,7 +80,7 @@ class ComposedModel final : public Model {
                                   " floats, expected batch_size x num_dense = " +
                                   std::to_string(batch) + " x " + std::to_string(num_dense_));
     }
-    ctx_ = LayerContext{compute, training, input.seed};
+    ctx_ = LayerContext{compute, training, input.seed, precision_};
     batch_ = -1;  // invalid until this Forward succeeds
     const int64_t width = emb_width_ + num_dense_;
     x0_.Resize(batch, width);
@@ -187,6 +189,7 @@ class ComposedModel final : public Model {
   bool first_order_;
   std::unique_ptr<FmInteraction> fm_;
   std::unique_ptr<Sequential> deep_;
+  GemmPrecision precision_;
   std::unique_ptr<Dense> linear_;      // first-order linear over the dense features
   tensor::Tensor bias_, bias_grad_;    // first-order bias when there are no dense features
 
@@ -243,6 +246,11 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   }
   if (num_dense < 0) {
     return InvalidArgumentError("num_dense must be >= 0, got " + std::to_string(num_dense));
+  }
+  if (config.precision == GemmPrecision::kBf16 && !kernels::Bf16GemmAvailable()) {
+    return InvalidArgumentError(
+        "model.precision: bf16 needs a CPU with AVX512_BF16 (oneDNN emulates it elsewhere, "
+        "slower than fp32); this CPU lacks it, so use model.precision: fp32");
   }
   if (sparse_names.empty() && num_dense == 0) {
     return InvalidArgumentError("model " + type +
@@ -357,7 +365,8 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     AddMlp(config, in, *parts.deep);
   }
   return std::unique_ptr<Model>(std::make_unique<ComposedModel>(
-      type, std::move(spec), std::move(bag), emb_width, std::move(parts), config.seed));
+      type, std::move(spec), std::move(bag), emb_width, std::move(parts), config.seed,
+      config.precision));
 }
 
 }  // namespace rectrain::nn

@@ -1,5 +1,7 @@
 // Scalar reference kernels: the specification of every kernel in kernels.h and the oracle of
 // kernels_test.cc. Written for clarity; sums accumulate in double.
+#include <cstring>
+
 #include "rectrain/kernels/internal/tables.h"
 
 namespace rectrain::kernels::internal {
@@ -95,6 +97,20 @@ void FmBackward(const float* x, int64_t rows, int64_t fields, int64_t dim, int64
   }
 }
 
+// Round to nearest even on the upper 16 bits; NaN keeps its sign and becomes quiet (the
+// rounding add could otherwise carry a NaN's payload into an infinity).
+void ToBf16(const float* x, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t v;
+    std::memcpy(&v, &x[i], sizeof v);
+    if ((v & 0x7FFFFFFFu) > 0x7F800000u) {
+      out[i] = static_cast<uint16_t>((v >> 16) | 0x0040u);
+    } else {
+      out[i] = static_cast<uint16_t>((v + 0x7FFFu + ((v >> 16) & 1u)) >> 16);
+    }
+  }
+}
+
 }  // namespace
 
 const KernelTable& ReferenceKernels() {
@@ -108,6 +124,7 @@ const KernelTable& ReferenceKernels() {
       .mul_add = MulAdd,
       .fm_forward = FmForward,
       .fm_backward = FmBackward,
+      .to_bf16 = ToBf16,
   };
   return table;
 }

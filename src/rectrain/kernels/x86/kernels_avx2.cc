@@ -19,6 +19,7 @@ const KernelTable& Avx2Kernels() {
       .mul_add = avx2::MulAdd,
       .fm_forward = avx2::FmForward,
       .fm_backward = avx2::FmBackward,
+      .to_bf16 = avx2::ToBf16,
   };
   return table;
 }

@@ -20,6 +20,7 @@ const KernelTable& Avx512Kernels() {
       .mul_add = avx512::MulAdd,
       .fm_forward = avx512::FmForward,
       .fm_backward = avx512::FmBackward,
+      .to_bf16 = avx512::ToBf16,
   };
   return table;
 }
