@@ -753,14 +753,17 @@ Result<std::unique_ptr<BatchReader>> OpenCacheReader(const std::vector<std::stri
 namespace internal {
 
 bool UsesCache(const DataConfig& config) {
-  return config.cache != "off" || config.schema.format == "cache";
+  if (config.cache != "off" || config.schema.format == "cache") return true;
+  // Cache files are read as such whatever data.format says (parsing them as text never helps).
+  return !config.files.empty() && std::all_of(config.files.begin(), config.files.end(),
+                                              [](const std::string& f) { return EndsWith(f, ".rtc"); });
 }
 
 Result<std::unique_ptr<BatchReader>> OpenWithCache(const DataConfig& config, const ReadOptions& options) {
   if (config.cache != "off" && config.cache != "auto" && config.cache != "build") {
     return InvalidArgumentError("data.cache must be off, auto or build, got \"" + config.cache + "\"");
   }
-  if (config.schema.format == "cache" || config.schema.format == "auto") {
+  {
     Result<std::vector<std::string>> paths = io::ExpandPaths(config.files);
     bool all_rtc = paths.ok() && !paths->empty();
     for (const std::string& p : paths.ok() ? *paths : std::vector<std::string>()) all_rtc = all_rtc && EndsWith(p, ".rtc");

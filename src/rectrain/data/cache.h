@@ -13,7 +13,8 @@
 //
 // Use: DataConfig::cache = "auto" makes OpenBatchReader() read the matching cache when there is
 // one (else parse as usual), "build" writes it first when missing, "off" never looks. A cache
-// file can also be read directly as input (data.format: cache, or files all ending in .rtc).
+// file can also be read directly as input: files all ending in .rtc (whatever data.format
+// says), or DataConfig::schema.format "cache".
 //
 // Example:
 //   RECTRAIN_ASSIGN_OR_RETURN(CacheInfo info, BuildCache(config, read_options, {}));

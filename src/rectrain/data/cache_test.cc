@@ -299,6 +299,11 @@ TEST(SampleCache, CacheFileAsInputMustMatchTheConfigsRowSettings) {
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(static_cast<int64_t>(rows->labels.size()), info->rows);
   EXPECT_EQ(rows->stats.rows_downsampled, info->rows_downsampled);  // the build's count is reported
+  in.schema.format = "criteo";  // *.rtc files are caches whatever data.format says
+  in.cache = "off";
+  auto as_criteo = ReadAll(in, Opts());
+  ASSERT_TRUE(as_criteo.ok()) << as_criteo.status().ToString();
+  EXPECT_EQ(as_criteo->labels, rows->labels);
   in.negative_downsampling = 1.0;  // e.g. evaluation: every row wanted
   auto bad = OpenBatchReader(in, Opts());
   ASSERT_FALSE(bad.ok());

@@ -66,6 +66,7 @@ rc=0
 grep -q 'holds rows built with negative_downsampling = "1" but the config has "0.5"' t4.txt || { cat t4.txt; fail "mismatch message"; }
 "$bin" train r.yaml --run-dir run5 --skip-data-check --set data.negative_downsampling=1 > t5.txt 2>&1 || { cat t5.txt; fail "train from .rtc"; }
 grep -q '^done: completed' t5.txt || { cat t5.txt; fail "train from .rtc done"; }
+grep -q '^data.train: reading sample cache files' t5.txt || { cat t5.txt; fail "train from .rtc log line"; }
 rc=0
 "$bin" data convert tr.tsv --to parquet --out x > bad.txt 2>&1 || rc=$?
 [ "$rc" -ne 0 ] && grep -q -- '--to parquet is not supported; use --to cache' bad.txt || fail "bad --to: $(cat bad.txt)"

@@ -145,6 +145,10 @@ Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<s
 
 // A train.log line saying which sample cache a split reads (data/cache.h), when data.cache is on.
 std::string CacheLine(const std::string& split, const data::DataConfig& d) {
+  if (std::all_of(d.files.begin(), d.files.end(),
+                  [](const std::string& f) { return f.size() >= 4 && f.compare(f.size() - 4, 4, ".rtc") == 0; })) {
+    return split + ": reading sample cache files (*.rtc input; docs/data.md \"Sample cache\")";
+  }
   auto found = data::FindCache(d);
   if (found.ok() && found->has_value()) {
     return split + ": reading the sample cache " + (*found)->path + " (" + std::to_string((*found)->rows) + " rows)";

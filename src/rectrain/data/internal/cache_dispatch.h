@@ -11,7 +11,7 @@
 namespace rectrain::data::internal {
 
 // True when OpenBatchReader must go through OpenWithCache: data.cache is not "off", or the
-// input is cache files (format "cache", or "auto" with every file ending in .rtc).
+// input is cache files (format "cache", or every file ending in .rtc, whatever the format).
 bool UsesCache(const DataConfig& config);
 
 // data.cache off|auto|build and cache-file inputs (defined in cache.cc).
