@@ -9,6 +9,13 @@
 //                          into batches of batch_size, applies skip_rows, and fills the bounded
 //                          prefetch queue.
 //   consumer               Next() pops the queue.
+//
+// Buffers outlive the reader: decoded blocks, read scratch, batches and the shuffle buffer go back
+// to a process-wide pool (BufferPool) when a reader is destroyed, and the next reader (the next
+// epoch, eval, a tune trial) starts with them. A fresh buffer costs a zero-fill and a page fault
+// per 4 KiB, which was about a third of a file-order pass and most of a shuffled one
+// (docs/decisions/0003-sample-cache.md). The shuffle buffer is never value-initialised and is
+// reserved once at min(shuffle_buffer_rows, rows of the files), so it is never regrown either.
 #include "rectrain/data/cache.h"
 
 #include <algorithm>
@@ -18,8 +25,11 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
@@ -125,6 +135,92 @@ struct Decoded {
   double seconds = 0;
 };
 
+// std::allocator without value-initialisation: resize() leaves new PODs uninitialised (every slot
+// of the shuffle buffer is written before it is read).
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <typename T>
+using PodBuffer = std::vector<T, DefaultInitAllocator<T>>;
+
+// The row-major shuffle buffer: slot j holds label j, dense [j*nd, j*nd+nd), single-valued ids
+// [j*n1, j*n1+n1), multi-valued ids multi[j*nm + m], group key j.
+struct ShuffleSlots {
+  PodBuffer<float> labels;
+  PodBuffer<float> dense;
+  PodBuffer<uint64_t> ids;
+  std::vector<std::vector<uint64_t>> multi;
+  PodBuffer<uint64_t> group;
+  int64_t rows = 0;  // slots sized so far
+};
+
+// Process-wide free buffers for the next reader (see the top comment). Bounded: what one or two
+// readers use at once; the shuffle buffer keeps the pages of the largest pass.
+class BufferPool {
+ public:
+  static BufferPool& Get() {
+    static BufferPool* pool = new BufferPool();  // leaked: readers may outlive static destructors
+    return *pool;
+  }
+  std::unique_ptr<Decoded> TakeBlock() { return Take(&blocks_); }
+  std::unique_ptr<internal::CacheReadScratch> TakeScratch() { return Take(&scratch_); }
+  std::unique_ptr<ShuffleSlots> TakeShuffle() { return Take(&shuffle_); }
+  std::optional<Batch> TakeBatch() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (batches_.empty()) return std::nullopt;
+    Batch b = std::move(batches_.back());
+    batches_.pop_back();
+    return b;
+  }
+  void Give(std::unique_ptr<Decoded> d) { Put(&blocks_, std::move(d), kMaxBlocks); }
+  void Give(std::unique_ptr<internal::CacheReadScratch> s) { Put(&scratch_, std::move(s), kMaxScratch); }
+  void Give(std::unique_ptr<ShuffleSlots> s) { Put(&shuffle_, std::move(s), kMaxShuffle); }
+  void Give(Batch&& b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (batches_.size() < kMaxBatches) batches_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr size_t kMaxBlocks = 16;
+  static constexpr size_t kMaxScratch = 8;
+  static constexpr size_t kMaxShuffle = 2;
+  static constexpr size_t kMaxBatches = 32;
+  template <typename T>
+  std::unique_ptr<T> Take(std::vector<std::unique_ptr<T>>* v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (v->empty()) return nullptr;
+    std::unique_ptr<T> out = std::move(v->back());
+    v->pop_back();
+    return out;
+  }
+  template <typename T>
+  void Put(std::vector<std::unique_ptr<T>>* v, std::unique_ptr<T> x, size_t max) {
+    if (x == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (v->size() < max) v->push_back(std::move(x));
+  }
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Decoded>> blocks_;                       // guarded by mu_
+  std::vector<std::unique_ptr<internal::CacheReadScratch>> scratch_;  // guarded by mu_
+  std::vector<std::unique_ptr<ShuffleSlots>> shuffle_;                // guarded by mu_
+  std::vector<Batch> batches_;                                         // guarded by mu_
+};
+
 class CacheBatchReader final : public BatchReader {
  public:
   CacheBatchReader(std::vector<std::unique_ptr<CacheFile>> files, const ReadOptions& options,
@@ -144,6 +240,33 @@ class CacheBatchReader final : public BatchReader {
     }
     stats_.files = static_cast<int64_t>(files_.size());
     window_ = options_.num_threads + 2;
+    BufferPool& pool = BufferPool::Get();
+    for (int64_t i = 0; i < window_; ++i) {
+      std::unique_ptr<Decoded> d = pool.TakeBlock();
+      if (d == nullptr) break;
+      free_.push_back(std::move(d));
+    }
+    for (int i = 0; i < options_.prefetch_batches + 2; ++i) {
+      std::optional<Batch> b = pool.TakeBatch();
+      if (!b) break;
+      recycled_.push_back(std::move(*b));
+    }
+    if (options_.shuffle && options_.shuffle_buffer_rows > 0) {
+      int64_t total_rows = 0;
+      for (const BlockRef& ref : order_) {
+        total_rows += files_[static_cast<size_t>(ref.file)]->footer().blocks[static_cast<size_t>(ref.block)].rows;
+      }
+      sb_ = pool.TakeShuffle();
+      if (sb_ == nullptr) sb_ = std::make_unique<ShuffleSlots>();
+      // One reservation for the whole pass: no regrowth copies (untouched pages cost nothing).
+      const size_t slots = static_cast<size_t>(std::min(options_.shuffle_buffer_rows, total_rows));
+      sb_->labels.reserve(slots);
+      sb_->dense.reserve(slots * dense_names_.size());
+      sb_->ids.reserve(slots * single_fields_.size());
+      sb_->multi.reserve(slots * multi_fields_.size());
+      if (has_group_) sb_->group.reserve(slots);
+      sb_->rows = 0;  // resized per this reader's schema as rows arrive
+    }
     assembler_ = std::thread([this] { AssemblerLoop(); });
     for (int i = 0; i < options_.num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   }
@@ -161,6 +284,17 @@ class CacheBatchReader final : public BatchReader {
     q_cv_.notify_all();
     for (std::thread& t : workers_) t.join();
     assembler_.join();
+    BufferPool& pool = BufferPool::Get();
+    for (auto& d : free_) pool.Give(std::move(d));
+    for (auto& [seq, d] : done_) pool.Give(std::move(d));
+    for (Batch& b : recycled_) pool.Give(std::move(b));
+    for (Item& item : queue_) {
+      if (!item.end && item.status.ok() && item.batch.size > 0) pool.Give(std::move(item.batch));
+    }
+    if (sb_ != nullptr) {
+      for (auto& v : sb_->multi) v.clear();
+      pool.Give(std::move(sb_));
+    }
   }
 
   Result<std::optional<Batch>> Next() override {
@@ -225,7 +359,13 @@ class CacheBatchReader final : public BatchReader {
   };
 
   void WorkerLoop() {
-    internal::CacheReadScratch scratch;
+    std::unique_ptr<internal::CacheReadScratch> scratch_owner = BufferPool::Get().TakeScratch();
+    if (scratch_owner == nullptr) scratch_owner = std::make_unique<internal::CacheReadScratch>();
+    internal::CacheReadScratch& scratch = *scratch_owner;
+    struct GiveBack {
+      std::unique_ptr<internal::CacheReadScratch>* s;
+      ~GiveBack() { BufferPool::Get().Give(std::move(*s)); }
+    } give_back{&scratch_owner};
     const int64_t n = static_cast<int64_t>(order_.size());
     while (true) {
       int64_t seq;
@@ -436,15 +576,15 @@ class CacheBatchReader final : public BatchReader {
     const int nd = b.num_dense;
     const size_t n1 = single_fields_.size();
     const size_t nm = multi_fields_.size();
-    sb_labels_[j] = b.labels[r];
-    std::copy_n(b.dense.data() + r * nd, nd, sb_dense_.data() + j * nd);
-    uint64_t* ids = sb_ids_.data() + j * static_cast<int64_t>(n1);
+    sb_->labels[j] = b.labels[r];
+    std::copy_n(b.dense.data() + r * nd, nd, sb_->dense.data() + j * nd);
+    uint64_t* ids = sb_->ids.data() + j * static_cast<int64_t>(n1);
     for (size_t k = 0; k < n1; ++k) ids[k] = b.sparse[single_fields_[k]].ids[r];
     for (size_t m = 0; m < nm; ++m) {
       const SparseColumn& c = b.sparse[multi_fields_[m]];
-      sb_multi_[j * nm + m].assign(c.ids.begin() + c.offsets[r], c.ids.begin() + c.offsets[r + 1]);
+      sb_->multi[j * nm + m].assign(c.ids.begin() + c.offsets[r], c.ids.begin() + c.offsets[r + 1]);
     }
-    if (has_group_) sb_group_[j] = b.group_keys[r];
+    if (has_group_) sb_->group[j] = b.group_keys[r];
   }
 
   // Emits slot j as the next row; false if the reader is being destroyed.
@@ -459,17 +599,17 @@ class CacheBatchReader final : public BatchReader {
     const int nd = batch_.num_dense;
     const size_t n1 = single_fields_.size();
     const size_t nm = multi_fields_.size();
-    batch_.labels[r] = sb_labels_[j];
-    std::copy_n(sb_dense_.data() + j * nd, nd, batch_.dense.data() + r * nd);
-    const uint64_t* ids = sb_ids_.data() + j * static_cast<int64_t>(n1);
+    batch_.labels[r] = sb_->labels[j];
+    std::copy_n(sb_->dense.data() + j * nd, nd, batch_.dense.data() + r * nd);
+    const uint64_t* ids = sb_->ids.data() + j * static_cast<int64_t>(n1);
     for (size_t k = 0; k < n1; ++k) batch_.sparse[single_fields_[k]].ids[r] = ids[k];
     for (size_t m = 0; m < nm; ++m) {
       SparseColumn& c = batch_.sparse[multi_fields_[m]];
-      const std::vector<uint64_t>& v = sb_multi_[j * nm + m];
+      const std::vector<uint64_t>& v = sb_->multi[j * nm + m];
       c.ids.insert(c.ids.end(), v.begin(), v.end());
       c.offsets[r + 1] = static_cast<int32_t>(c.ids.size());
     }
-    if (has_group_) batch_.group_keys[r] = sb_group_[j];
+    if (has_group_) batch_.group_keys[r] = sb_->group[j];
     batch_.size = r + 1;
     if (batch_.size == options_.batch_size) return FlushBatch();
     return true;
@@ -478,13 +618,15 @@ class CacheBatchReader final : public BatchReader {
   bool ShuffleRow(const Batch& b, int64_t r) {
     const int64_t cap = options_.shuffle_buffer_rows;
     if (sb_size_ < cap) {
-      if (sb_size_ == static_cast<int64_t>(sb_labels_.size())) {
+      if (sb_size_ == sb_->rows) {
+        // Within the reservation made in the constructor: no reallocation, no zero-fill.
         const int64_t grow = std::min(cap, std::max<int64_t>(4096, sb_size_ * 2));
-        sb_labels_.resize(static_cast<size_t>(grow));
-        sb_dense_.resize(static_cast<size_t>(grow * b.num_dense));
-        sb_ids_.resize(static_cast<size_t>(grow) * single_fields_.size());
-        sb_multi_.resize(static_cast<size_t>(grow) * multi_fields_.size());
-        if (has_group_) sb_group_.resize(static_cast<size_t>(grow));
+        sb_->labels.resize(static_cast<size_t>(grow));
+        sb_->dense.resize(static_cast<size_t>(grow * b.num_dense));
+        sb_->ids.resize(static_cast<size_t>(grow) * single_fields_.size());
+        sb_->multi.resize(static_cast<size_t>(grow) * multi_fields_.size());
+        if (has_group_) sb_->group.resize(static_cast<size_t>(grow));
+        sb_->rows = grow;
       }
       StoreRow(b, r, sb_size_++);
       return true;
@@ -504,11 +646,11 @@ class CacheBatchReader final : public BatchReader {
       if (!EmitSlot(j)) return false;
       const int64_t last = --sb_size_;
       if (j != last) {
-        sb_labels_[j] = sb_labels_[last];
-        std::copy_n(sb_dense_.data() + last * nd, nd, sb_dense_.data() + j * nd);
-        std::copy_n(sb_ids_.data() + last * n1, n1, sb_ids_.data() + j * n1);
-        for (int64_t m = 0; m < nm; ++m) std::swap(sb_multi_[j * nm + m], sb_multi_[last * nm + m]);
-        if (has_group_) sb_group_[j] = sb_group_[last];
+        sb_->labels[j] = sb_->labels[last];
+        std::copy_n(sb_->dense.data() + last * nd, nd, sb_->dense.data() + j * nd);
+        std::copy_n(sb_->ids.data() + last * n1, n1, sb_->ids.data() + j * n1);
+        for (int64_t m = 0; m < nm; ++m) std::swap(sb_->multi[j * nm + m], sb_->multi[last * nm + m]);
+        if (has_group_) sb_->group[j] = sb_->group[last];
       }
     }
     return true;
@@ -551,11 +693,7 @@ class CacheBatchReader final : public BatchReader {
   int64_t skip_remaining_ = 0;
   int64_t rows_skipped_ = 0;
   int64_t sb_size_ = 0;
-  std::vector<float> sb_labels_;
-  std::vector<float> sb_dense_;
-  std::vector<uint64_t> sb_ids_;
-  std::vector<std::vector<uint64_t>> sb_multi_;
-  std::vector<uint64_t> sb_group_;
+  std::unique_ptr<ShuffleSlots> sb_;  // set when shuffling (from the pool)
 
   // Consumer-thread state.
   Status latched_;

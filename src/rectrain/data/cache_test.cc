@@ -3,8 +3,10 @@
 // cache files as input (and the check that the config matches their rows).
 #include "rectrain/data/cache.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -281,6 +283,60 @@ TEST(SampleCache, ShuffleIsDeterministicPerSeedAndEpochAndSkipRowsResumes) {
   ASSERT_TRUE(tail.ok());
   ASSERT_EQ(tail->ids.size(), 100u);
   EXPECT_TRUE(std::equal(tail->ids.begin(), tail->ids.end(), ordered->ids.begin() + 2400));
+}
+
+TEST(SampleCache, BuffersReusedAcrossReadersOfOtherSchemasGiveTheSameRows) {
+  // Decoded blocks, batches and the shuffle buffer go back to a process-wide pool when a reader
+  // ends and the next reader starts with them: whatever the last reader left in them (another
+  // schema, a pass abandoned half way, multi-valued rows) must not leak into the next pass.
+  TempDir dir;
+  DataConfig crit;
+  crit.files = {MakeCriteo(dir)};
+  crit.cache_dir = dir.Path("cache");
+  crit.cache = "off";
+  CacheWriteOptions w;
+  w.block_rows = 300;
+  const std::string crit_path = dir.Path("c.rtc");
+  ASSERT_TRUE(BuildCache(crit, Opts(), w, crit_path).ok());
+  DataConfig csv = CsvConfig(dir, MakeCsv(dir));
+  auto csv_parsed = ReadAll(csv, Opts(64, 1));
+  ASSERT_TRUE(csv_parsed.ok()) << csv_parsed.status().ToString();
+  w.block_rows = 100;
+  const std::string csv_path = dir.Path("m.rtc");
+  ASSERT_TRUE(BuildCache(csv, Opts(), w, csv_path).ok());
+  crit.files = {crit_path};
+  csv.files = {csv_path};
+  ReadOptions shuffled = Opts(128, 2);
+  shuffled.shuffle = true;
+  shuffled.shuffle_buffer_rows = 1000;
+  shuffled.seed = 5;
+  auto crit1 = ReadAll(crit, shuffled);
+  auto csv1 = ReadAll(csv, shuffled);
+  ASSERT_TRUE(crit1.ok() && csv1.ok()) << crit1.status().ToString() << csv1.status().ToString();
+  {
+    // Abandoned after one batch: its buffers return to the pool mid-pass.
+    auto r = OpenCacheReader({crit_path}, shuffled);
+    ASSERT_TRUE(r.ok());
+    auto b = (*r)->Next();
+    ASSERT_TRUE(b.ok() && b->has_value());
+  }
+  auto csv2 = ReadAll(csv, shuffled);
+  auto crit2 = ReadAll(crit, shuffled);
+  ASSERT_TRUE(crit2.ok() && csv2.ok());
+  ExpectSameRows(*crit1, *crit2);
+  ExpectSameRows(*csv1, *csv2);
+  // The shuffled csv rows are the parsed rows, multi-valued lists and group keys included.
+  auto sorted = [](const Rows& r) {
+    std::vector<std::tuple<float, std::vector<float>, std::vector<std::vector<uint64_t>>, uint64_t>> v;
+    for (size_t i = 0; i < r.labels.size(); ++i) v.emplace_back(r.labels[i], r.dense[i], r.lists[i], r.group[i]);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(*csv2), sorted(*csv_parsed));
+  // And file order after all that: the parsed rows in order.
+  auto csv_ordered = ReadAll(csv, Opts(64, 2));
+  ASSERT_TRUE(csv_ordered.ok());
+  ExpectSameRows(*csv_parsed, *csv_ordered);
 }
 
 TEST(SampleCache, CacheFileAsInputMustMatchTheConfigsRowSettings) {

@@ -1,6 +1,7 @@
 // Reader and generator throughput in MB/s of Criteo-format text.
 //   BM_ParseLines      the parse + transform core on one thread, file already in memory
 //   BM_ReadCriteo/T/C  a full BatchReader pass (pread, T parse workers, C MiB chunks, batches of 4096)
+//   BM_ReadCriteoShuffled/T  the same, shuffled (1M-row shuffle buffer, a new epoch each pass)
 //   BM_Generate/T      GenerateDataset with T threads (criteo shape)
 //   BM_ReadCache/T/S   the same rows from the binary sample cache (built once from the input;
 //                      T decode workers, S = 1: shuffled blocks + 1M-row shuffle buffer), batches
@@ -84,13 +85,16 @@ void BM_ParseLines(benchmark::State& state) {
 }
 BENCHMARK(BM_ParseLines)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_ReadCriteo(benchmark::State& state) {
+// A TSV pass (file order, or shuffled with the default 1M-row shuffle buffer, as training reads).
+void ReadCriteo(benchmark::State& state, int threads, int64_t chunk_mib, bool shuffle) {
   DataConfig config;
   config.files = {InputFile()};
+  config.cache = "off";
   ReadOptions opt;
-  opt.num_threads = static_cast<int>(state.range(0));
+  opt.num_threads = threads;
   opt.batch_size = 4096;
-  if (state.range(1) > 0) opt.chunk_bytes = state.range(1) << 20;
+  opt.shuffle = shuffle;
+  if (chunk_mib > 0) opt.chunk_bytes = chunk_mib << 20;
   int64_t bytes = 0, rows = 0;
   double wait = 0;
   const double cpu0 = ProcessCpuSeconds();
@@ -105,6 +109,7 @@ void BM_ReadCriteo(benchmark::State& state) {
     bytes += reader->Stats().bytes_read;
     rows += reader->Stats().rows_read;
     wait += reader->Stats().wait_seconds;
+    ++opt.epoch;
   }
   const double cpu = ProcessCpuSeconds() - cpu0;
   state.SetBytesProcessed(bytes);
@@ -112,6 +117,9 @@ void BM_ReadCriteo(benchmark::State& state) {
   state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
   state.counters["rows_per_cpu_s"] = static_cast<double>(rows) / cpu;
   state.counters["wait_s"] = wait / static_cast<double>(state.iterations());
+}
+void BM_ReadCriteo(benchmark::State& state) {
+  ReadCriteo(state, static_cast<int>(state.range(0)), state.range(1), false);
 }
 // Args: parse threads, chunk MiB (0 = the default).
 BENCHMARK(BM_ReadCriteo)
@@ -151,6 +159,12 @@ void BM_ReadParquet(benchmark::State& state) {
   state.counters["rows_per_cpu_s"] = static_cast<double>(rows) / cpu;
 }
 BENCHMARK(BM_ReadParquet)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// Arg: parse threads. Compare with BM_ReadCache/T/1.
+void BM_ReadCriteoShuffled(benchmark::State& state) {
+  ReadCriteo(state, static_cast<int>(state.range(0)), 0, true);
+}
+BENCHMARK(BM_ReadCriteoShuffled)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 // The cache of InputFile(), built once (removed at exit).
 const std::string& CacheFile() {
