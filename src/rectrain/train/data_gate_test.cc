@@ -61,6 +61,7 @@ TEST_F(DataGateTest, CleanDataPassesAndWritesTheProfile) {
   ASSERT_TRUE(gate.ok()) << gate.status();
   EXPECT_TRUE(gate->violations.empty());
   EXPECT_TRUE(DataGateError(*gate).ok());
+  EXPECT_TRUE(gate->has_train);
   EXPECT_EQ(gate->train.rows, 100);
   EXPECT_EQ(gate->valid.rows, 40);
   EXPECT_EQ(gate->profile_path, run + "/data_profile.json");
@@ -127,6 +128,21 @@ TEST_F(DataGateTest, MaxRowsBoundsTheWorkAndSkipsMinRows) {
   ASSERT_TRUE(gate.ok());
   EXPECT_EQ(gate->train.rows, 200);
   EXPECT_FALSE(gate->train.truncated);
+}
+
+TEST_F(DataGateTest, SampleCacheInputIsNotProfiled) {
+  // *.rtc files are binary cache input: profiling them as criteo text would report garbage
+  // (no rows -> min_rows), so the split is skipped.
+  config::TrainConfig c = Config(Write("t.rtc", "RTC\x01binary"), Write("v.tsv", Rows(20, 5)));
+  auto gate = RunDataGate(c, (dir_ / "run").string(), 1);
+  ASSERT_TRUE(gate.ok()) << gate.status();
+  EXPECT_FALSE(gate->has_train);
+  EXPECT_TRUE(gate->has_valid);
+  EXPECT_TRUE(gate->violations.empty());
+  EXPECT_NE(Read(gate->profile_path).find("\"train\": null"), std::string::npos);
+  EXPECT_EQ(DataGateSummary(*gate).rfind("data check passed: data.train is sample cache input (.rtc), "
+                                         "not profiled, data.valid 20 rows (label rate 0.2500)", 0), 0u)
+      << DataGateSummary(*gate);
 }
 
 TEST_F(DataGateTest, ProfileErrorsNameTheSplit) {
