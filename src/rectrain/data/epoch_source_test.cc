@@ -448,6 +448,63 @@ TEST_F(EpochSourceTest, AutoFallsBackToFilesWhenTheSplitDoesNotFit) {
   EXPECT_EQ(Read(*src, 1).rows, ReadFiles(1, true).rows);
 }
 
+TEST_F(EpochSourceTest, AutoDoesNotCopyTheLastPassOfTheRun) {
+  // train.epochs: 1 (the benchmark case): the only pass is read from the files, nothing is copied.
+  auto one = Make({.shuffle = ShuffleMode::kBuffer, .memory_cache = MemoryCacheMode::kAuto, .epochs = 1});
+  EXPECT_EQ(Read(*one, 0).rows, ReadFiles(0, true).rows);
+  EXPECT_FALSE(one->cached());
+  EXPECT_EQ(budget_->used_bytes(), 0);
+  EXPECT_TRUE(Logged("data.train is not copied into memory: epoch 0 is the last of 1 (train.epochs)"))
+      << (log_.empty() ? "" : log_[0]);
+  log_.clear();
+  // train.epochs: 3, resumed at epoch 2: the remaining pass is not built up front either.
+  auto last = Make({.shuffle = ShuffleMode::kBuffer, .memory_cache = MemoryCacheMode::kAuto, .epochs = 3});
+  const Pass files2 = ReadFiles(2, true);
+  EXPECT_EQ(Read(*last, 2, 256).rows, std::vector<int64_t>(files2.rows.begin() + 256, files2.rows.end()));
+  EXPECT_FALSE(last->cached());
+  EXPECT_TRUE(Logged("epoch 2 is the last of 3"));
+  // train.epochs: 2: epoch 0 fills the cache and the last pass (epoch 1) is served from it.
+  auto two = Make({.shuffle = ShuffleMode::kBuffer, .memory_cache = MemoryCacheMode::kAuto, .epochs = 2});
+  Read(*two, 0);
+  ASSERT_TRUE(two->cached());
+  const Pass e1 = Read(*two, 1);
+  EXPECT_TRUE(EveryRowOnce(e1.rows));
+  EXPECT_NE(e1.rows, ReadFiles(1, true).rows) << "epoch 1 is the memory permutation, not the files' pass";
+  // memory_cache: on copies even a single pass; epochs 0 (unknown, data.valid) caches as before.
+  auto on = Make({.shuffle = ShuffleMode::kBuffer, .memory_cache = MemoryCacheMode::kOn, .epochs = 1});
+  Read(*on, 0);
+  EXPECT_TRUE(on->cached());
+  auto unknown = Make({.shuffle = ShuffleMode::kOff, .memory_cache = MemoryCacheMode::kAuto});
+  Read(*unknown, 0);
+  EXPECT_TRUE(unknown->cached());
+  // Global shuffle needs the copy even for one epoch.
+  auto global = Make({.shuffle = ShuffleMode::kGlobal, .memory_cache = MemoryCacheMode::kAuto, .epochs = 1});
+  EXPECT_TRUE(global->cached());
+  EXPECT_TRUE(EveryRowOnce(Read(*global, 0).rows));
+}
+
+TEST_F(EpochSourceTest, MemoryPassesGatherOnTheCallersThread) {
+  auto src = Make({.shuffle = ShuffleMode::kBuffer, .memory_cache = MemoryCacheMode::kOn});
+  Read(*src, 0);
+  ASSERT_TRUE(src->cached());
+  auto r = src->Open(1, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Nothing is gathered ahead: before the first Next() no row has been read.
+  EXPECT_EQ((*r)->Stats().rows_read, 0);
+  EXPECT_EQ((*r)->Stats().queue_depth, 0);
+  auto b = (*r)->Next();
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*r)->Stats().rows_read, 128);
+  EXPECT_GE((*r)->Stats().wait_seconds, 0.0);
+  (*r)->Recycle(std::move(**b));
+  auto rest = Drain(**r);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ((*r)->Stats().rows_read, kRows);
+  auto end = (*r)->Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(end->has_value()) << "a finished pass keeps answering end of data";
+}
+
 TEST_F(EpochSourceTest, OnFailsClearlyWhenTheSplitDoesNotFit) {
   auto src = Make({.shuffle = ShuffleMode::kBuffer, .memory_cache = MemoryCacheMode::kOn}, 20 * 1024);
   auto r = src->Open(0, 0);

@@ -384,7 +384,9 @@ Status TrainLoop::Setup() {
   memory_budget_ = std::make_shared<data::MemoryBudget>(
       c_.epoch.memory_cache_bytes > 0 ? c_.epoch.memory_cache_bytes : data::MemoryBudget::DefaultBytes());
   auto log_line = [this](const std::string& line) { log_->Log(line); };
-  RECTRAIN_ASSIGN_OR_RETURN(train_source_, WithContext(data::EpochSource::Create(train_data, ro, c_.epoch,
+  data::EpochOptions train_epoch = c_.epoch;
+  train_epoch.epochs = c_.train.epochs;  // auto: the last pass is not copied into memory
+  RECTRAIN_ASSIGN_OR_RETURN(train_source_, WithContext(data::EpochSource::Create(train_data, ro, train_epoch,
                                                                                  memory_budget_, "data.train", log_line),
                                                        "data.train"));
   ro.epoch = meta_.epoch;
