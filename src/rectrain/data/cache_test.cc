@@ -12,6 +12,7 @@
 
 #include "rectrain/data/generator.h"
 #include "rectrain/data/internal/test_util.h"
+#include "rectrain/data/profile.h"
 #include "rectrain/io/file.h"
 
 namespace rectrain::data {
@@ -337,6 +338,71 @@ TEST(SampleCache, BuffersReusedAcrossReadersOfOtherSchemasGiveTheSameRows) {
   auto csv_ordered = ReadAll(csv, Opts(64, 2));
   ASSERT_TRUE(csv_ordered.ok());
   ExpectSameRows(*csv_parsed, *csv_ordered);
+}
+
+TEST(SampleCache, ProfileOfACacheFileDescribesItsTransformedRows) {
+  // The data check before `rectrain train` (and `rectrain data stats|check`) profiles *.rtc input
+  // from its decoded rows, not as text.
+  TempDir dir;
+  DataConfig csv = CsvConfig(dir, MakeCsv(dir));
+  CacheWriteOptions w;
+  w.block_rows = 100;
+  const std::string path = dir.Path("m.rtc");
+  ASSERT_TRUE(BuildCache(csv, Opts(), w, path).ok());
+  auto p = ProfileFiles({path}, csv.schema, csv.transforms, 2);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->rows, 700);
+  EXPECT_FALSE(p->truncated);
+  ASSERT_EQ(p->files.size(), 1u);
+  EXPECT_EQ(p->files[0].rows, 700);
+  EXPECT_EQ(p->files[0].bad_rows, 0);
+  EXPECT_EQ(p->label, "label");
+  EXPECT_EQ(p->labeled_rows, 700);
+  EXPECT_EQ(p->positive_rows, 234);  // i % 3 == 0
+  std::vector<std::string> names;
+  for (const ColumnProfile& c : p->columns) names.push_back(c.name);
+  ASSERT_EQ(names, (std::vector<std::string>{"label", "age", "genres", "user", "movie"}));
+  EXPECT_EQ(p->columns[1].non_null, 700);  // filled by fill(30)
+  EXPECT_EQ(p->columns[1].numeric, 700);
+  EXPECT_NEAR(p->columns[1].Mean(), 0.0, 1e-3);  // standardized
+  // An empty genre list (i % 4 == 0) was given the field's missing-value id by the transform:
+  // transformed rows have no nulls (documented; null ratios are checked on the source text).
+  EXPECT_EQ(p->columns[2].non_null, 700);
+  EXPECT_NEAR(p->columns[3].distinct, 37, 2);
+  EXPECT_NEAR(p->columns[4].distinct, 101, 4);
+  EXPECT_EQ(p->columns[3].numeric, 0);  // ids are not numbers
+  DataChecks checks;
+  checks.min_rows = 1;
+  checks.has_label_rate = true;
+  checks.label_rate_min = 0.4;
+  const auto v = CheckProfile(*p, checks);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].find("label rate: 0.3343 is outside checks.label_rate [0.4, 1]"), std::string::npos) << v[0];
+  // max_rows: exactly the cap, truncated (also when the cap falls on a batch boundary).
+  for (int64_t cap : {250, 700, 699}) {
+    auto t = ProfileFiles({path}, csv.schema, csv.transforms, 1, {}, cap);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->rows, std::min<int64_t>(cap, 700)) << cap;
+    EXPECT_EQ(t->truncated, cap < 700) << cap;
+  }
+  // The same label rate as the text it was built from (criteo: 13 dense + 26 sparse columns).
+  DataConfig crit;
+  crit.files = {MakeCriteo(dir)};
+  crit.cache = "off";
+  const std::string crit_path = dir.Path("c.rtc");
+  ASSERT_TRUE(BuildCache(crit, Opts(), w, crit_path).ok());
+  auto text = ProfileFiles(crit.files, crit.schema, crit.transforms, 1);
+  auto cached = ProfileFiles({crit_path}, crit.schema, crit.transforms, 1);
+  ASSERT_TRUE(text.ok() && cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(cached->rows, text->rows);
+  EXPECT_EQ(cached->positive_rows, text->positive_rows);
+  EXPECT_EQ(cached->columns.size(), 40u);
+  EXPECT_EQ(CheckProfile(*cached, DataChecks{}).size(), 0u);
+  // A damaged cache is an error naming the file, not a garbage profile.
+  const std::string bad = dir.Write("bad.rtc", "RTC\x01 not a cache");
+  auto err = ProfileFiles({bad}, crit.schema, crit.transforms, 1);
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().ToString().find("bad.rtc"), std::string::npos) << err.status().ToString();
 }
 
 TEST(SampleCache, CacheFileAsInputMustMatchTheConfigsRowSettings) {

@@ -51,7 +51,7 @@ grep -q "sample cache .*$train_cache is corrupt or truncated: block [0-9]*" t3.t
 grep -q 'rectrain data cache CONFIG' t3.txt || fail "corrupt message hint"
 
 # convert: criteo TSV -> one .rtc that trains as input (format auto by suffix). The data check
-# before training profiles text/Parquet files, not caches: skipped here.
+# before training profiles the cache's decoded rows (no --skip-data-check).
 "$bin" data convert tr.tsv --to cache --out tr.rtc > conv.txt 2>&1 || { cat conv.txt; fail "convert"; }
 grep -q '^convert: wrote tr.rtc: 6000 rows' conv.txt || fail "convert output: $(cat conv.txt)"
 cat > r.yaml <<'YAML'
@@ -61,10 +61,17 @@ tracking: {enabled: false}
 monitoring: {enabled: false}
 YAML
 rc=0
-"$bin" train r.yaml --run-dir run4 --skip-data-check > t4.txt 2>&1 || rc=$?
+"$bin" train r.yaml --run-dir run4 > t4.txt 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "a downsampling mismatch must be an error"
 grep -q 'holds rows built with negative_downsampling = "1" but the config has "0.5"' t4.txt || { cat t4.txt; fail "mismatch message"; }
-"$bin" train r.yaml --run-dir run5 --skip-data-check --set data.negative_downsampling=1 > t5.txt 2>&1 || { cat t5.txt; fail "train from .rtc"; }
+"$bin" train r.yaml --run-dir run5 --set data.negative_downsampling=1 > t5.txt 2>&1 || { cat t5.txt; fail "train from .rtc"; }
+grep -q '^data check passed: data.train 6000 rows (label rate 0\.[0-9]*)' t5.txt || { cat t5.txt; fail "data check of .rtc input"; }
+grep -q '"rows": 6000' run5/data_profile.json || { cat run5/data_profile.json; fail "data_profile.json of .rtc input"; }
+# A violation in .rtc input stops the run like one in text (exit 6).
+rc=0
+"$bin" train r.yaml --run-dir run6 --set data.negative_downsampling=1 --set checks.min_rows=6001 > t6.txt 2>&1 || rc=$?
+[ "$rc" -eq 6 ] || { cat t6.txt; fail "min_rows on .rtc input: rc $rc"; }
+grep -q 'data.train: rows: 6000 is below checks.min_rows = 6001' t6.txt || { cat t6.txt; fail "min_rows message"; }
 grep -q '^done: completed' t5.txt || { cat t5.txt; fail "train from .rtc done"; }
 grep -q '^data.train: reading sample cache files' t5.txt || { cat t5.txt; fail "train from .rtc log line"; }
 rc=0

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rectrain/base/random.h"
+#include "rectrain/data/cache.h"
 #include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
@@ -336,6 +337,70 @@ Status ProfileParquet(const std::string& path, const LabelSpec& label, int64_t c
   return OkStatus();
 }
 
+// A binary sample cache (docs/formats/cache.md): its rows are already transformed, so the columns
+// are the label, the dense features and the sparse fields as training sees them (a dense value
+// is filled, a single-valued field always has an id: only an empty multi-valued list is null),
+// and the label is counted as stored (no transform applied again). Read in file order up to cap
+// rows (whole batches of block rows: the count is exact).
+Status ProfileCache(const std::string& path, const LabelSpec& label, int64_t cap, FileResult* r) {
+  ReadOptions o;
+  o.num_threads = 1;
+  o.batch_size = 16384;
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, OpenCacheReader({path}, o));
+  const std::vector<std::string>& dense = reader->dense_names();
+  const std::vector<std::string>& sparse = reader->sparse_names();
+  r->names.push_back(label.column.empty() ? std::string("label") : label.column);
+  r->names.insert(r->names.end(), dense.begin(), dense.end());
+  r->names.insert(r->names.end(), sparse.begin(), sparse.end());
+  r->cols.resize(r->names.size());
+  for (size_t i = 0; i < r->names.size(); ++i) r->cols[i].p.name = r->names[i];
+  const size_t nd = dense.size();
+  while (true) {
+    RECTRAIN_ASSIGN_OR_RETURN(std::optional<Batch> b, reader->Next());
+    if (!b) break;
+    int64_t n = b->size;
+    if (cap > 0 && r->file.rows + n >= cap) {
+      if (r->file.rows + n > cap) r->file.truncated = true;
+      n = cap - r->file.rows;
+    }
+    for (int64_t row = 0; row < n; ++row) {
+      const float y = b->labels[static_cast<size_t>(row)];
+      ColumnAcc& lc = r->cols[0];
+      ++lc.p.rows;
+      ++lc.p.non_null;
+      lc.AddHash(HashBytes(std::string_view(reinterpret_cast<const char*>(&y), sizeof(y)), 0));
+      lc.AddNumber(y);
+      if (std::isfinite(y)) {
+        ++r->labeled;
+        r->positive += y == 1.0f;
+      }
+      for (size_t d = 0; d < nd; ++d) {
+        const float v = b->dense[static_cast<size_t>(row) * nd + d];
+        ColumnAcc& c = r->cols[1 + d];
+        ++c.p.rows;
+        ++c.p.non_null;
+        c.AddHash(HashBytes(std::string_view(reinterpret_cast<const char*>(&v), sizeof(v)), 0));
+        c.AddNumber(v);
+      }
+      for (size_t f = 0; f < sparse.size(); ++f) {
+        const SparseColumn& col = b->sparse[f];
+        ColumnAcc& c = r->cols[1 + nd + f];
+        ++c.p.rows;
+        const int64_t begin = col.RowBegin(row), end = col.RowEnd(row);
+        if (begin == end) continue;
+        ++c.p.non_null;
+        for (int64_t k = begin; k < end; ++k) {
+          const uint64_t id = col.ids[static_cast<size_t>(k)];
+          c.AddHash(HashBytes(std::string_view(reinterpret_cast<const char*>(&id), sizeof(id)), 0));
+        }
+      }
+    }
+    r->file.rows += n;
+    if (r->file.truncated) break;  // at the cap: one more batch tells whether rows are left
+  }
+  return OkStatus();
+}
+
 std::string Num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
@@ -356,15 +421,23 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
                           : std::max<int64_t>(1, (max_rows + static_cast<int64_t>(files.size()) - 1) /
                                                      static_cast<int64_t>(files.size()));
   std::string format = schema.format;
-  if (format == "auto") {
+  // *.rtc files are sample caches whatever data.format says (as OpenBatchReader reads them).
+  const bool cache = !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) {
+    return f.size() >= 4 && f.compare(f.size() - 4, 4, ".rtc") == 0;
+  });
+  if (cache || format == "cache") {
+    format = "cache";
+  } else if (format == "auto") {
     const bool parquet = std::all_of(files.begin(), files.end(), [](const std::string& f) {
       return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
     });
     format = parquet ? "parquet" : "criteo";
   }
   LabelSpec label;
-  label.column = format == "criteo" ? "label" : schema.label;
-  if (auto it = transforms.find(label.column); it != transforms.end()) {
+  label.column = format == "criteo" || (format == "cache" && schema.label.empty()) ? "label" : schema.label;
+  if (format == "cache") {
+    // the stored label is already transformed
+  } else if (auto it = transforms.find(label.column); it != transforms.end()) {
     Result<FeatureTransform> t = ParseTransform(it->second);
     if (!t.ok()) return t.status().WithContext("features.transforms." + label.column);
     label.transform = std::move(t).value();
@@ -386,6 +459,8 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
       r.file.path = files[i];
       if (format == "parquet") {
         statuses[i] = ProfileParquet(files[i], label, cap, &r);
+      } else if (format == "cache") {
+        statuses[i] = ProfileCache(files[i], label, cap, &r);
       } else if (format == "libsvm" || format == "libffm") {
         SchemaConfig s = schema;
         s.format = format;

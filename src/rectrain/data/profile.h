@@ -6,7 +6,10 @@
 // Columns are the files' raw columns, before transforms: criteo = label, I1..In, C1..Cm;
 // csv/tsv = the header or schema.columns; libsvm / libffm = label, the declared dense keys and
 // the categorical fields (libffm) or bag (libsvm; its values are the indices); parquet = the file schema's top-level fields (list
-// columns count a null or empty list as null; their min/max/mean/distinct are over elements).
+// columns count a null or empty list as null; their min/max/mean/distinct are over elements);
+// sample cache files (every path ends in .rtc, or format "cache") = label, the dense features
+// and the sparse fields as stored, i.e. after transforms: the label is counted as stored,
+// distinct is over values/ids, and nothing is null (filled or given an id when it was built).
 // A field is null when it is empty (text) or null (Parquet). min/max/mean are over the non-null
 // values that parse as finite numbers (`numeric`); distinct is a HyperLogLog estimate (2^12
 // registers, about 1.6% standard error; capped at non_null) over the non-null values' text.

@@ -45,13 +45,6 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-// Binary sample cache input (docs/formats/cache.md): not text, and already checked when built.
-bool AllCacheFiles(const std::vector<std::string>& paths) {
-  return !paths.empty() && std::all_of(paths.begin(), paths.end(), [](const std::string& p) {
-    return p.size() >= 4 && p.compare(p.size() - 4, 4, ".rtc") == 0;
-  });
-}
-
 }  // namespace
 
 Result<DataGateResult> RunDataGate(const config::TrainConfig& config, const std::string& run_dir,
@@ -60,15 +53,14 @@ Result<DataGateResult> RunDataGate(const config::TrainConfig& config, const std:
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t max_rows = config.checks.max_rows;
   std::vector<std::string> train_violations, valid_violations;
-  if (!AllCacheFiles(config.train_files)) {
+  {  // *.rtc sample cache input is profiled from its decoded rows (data/profile.h)
     auto p = data::ProfileFiles(config.train_files, config.data.schema, config.data.transforms,
                                 num_threads, {}, max_rows);
     if (!p.ok()) return p.status().WithContext("data check before training: data.train");
     out.train = std::move(p).value();
-    out.has_train = true;
     train_violations = data::CheckProfile(out.train, config.checks);
   }
-  if (!config.valid_files.empty() && !AllCacheFiles(config.valid_files)) {
+  if (!config.valid_files.empty()) {
     auto p = data::ProfileFiles(config.valid_files, config.data.schema, config.data.transforms,
                                 num_threads, {}, max_rows);
     if (!p.ok()) return p.status().WithContext("data check before training: data.valid");
@@ -89,8 +81,7 @@ Result<DataGateResult> RunDataGate(const config::TrainConfig& config, const std:
     json += (i ? ",\n    " : "\n    ") + JsonString(out.violations[i]);
   }
   json += out.violations.empty() ? "],\n" : "\n  ],\n";
-  json += "  \"train\": " +
-          (out.has_train ? Indent(data::FormatProfileJson(out.train, &train_violations)) : "null");
+  json += "  \"train\": " + Indent(data::FormatProfileJson(out.train, &train_violations));
   if (out.has_valid) {
     json += ",\n  \"valid\": " + Indent(data::FormatProfileJson(out.valid, &valid_violations));
   }
@@ -116,10 +107,8 @@ Status DataGateError(const DataGateResult& r) {
 std::string DataGateSummary(const DataGateResult& r) {
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f", r.seconds);
-  std::string s = "data check passed: data.train ";
-  s += r.has_train ? std::to_string(r.train.rows) + " rows" + (r.train.truncated ? " profiled" : "") +
-                         " (label rate " + Rate(r.train) + ")"
-                   : std::string("is sample cache input (.rtc), not profiled");
+  std::string s = "data check passed: data.train " + std::to_string(r.train.rows) + " rows" +
+                  (r.train.truncated ? " profiled" : "") + " (label rate " + Rate(r.train) + ")";
   if (r.has_valid) {
     s += ", data.valid " + std::to_string(r.valid.rows) + " rows" +
          (r.valid.truncated ? " profiled" : "") + " (label rate " + Rate(r.valid) + ")";

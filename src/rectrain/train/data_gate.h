@@ -23,8 +23,7 @@ namespace rectrain::train {
 struct DataGateResult {
   data::DataProfile train;
   data::DataProfile valid;   // empty when there is no data.valid
-  bool has_train = false;    // false: data.train is binary sample cache input (*.rtc), whose rows
-  bool has_valid = false;    // were checked when it was built; not profiled (same for valid)
+  bool has_valid = false;
   // Every violation, "data.train: <message>" then "data.valid: <message>" (CheckProfile order).
   std::vector<std::string> violations;
   std::string profile_path;  // RUN_DIR/data_profile.json
@@ -32,7 +31,7 @@ struct DataGateResult {
 };
 
 // Profiles data.train (and data.valid when set; a split whose paths all end in .rtc, the binary
-// sample cache, is not profiled) with `num_threads` workers, applies
+// sample cache, is profiled from its decoded, transformed rows) with `num_threads` workers, applies
 // `config.checks` to each, creates `run_dir` if needed and writes
 // {"max_rows": N, "violations": [...], "train": <profile>, "valid": <profile>} to
 // RUN_DIR/data_profile.json (each profile in FormatProfileJson's shape with its own

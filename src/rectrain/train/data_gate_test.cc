@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rectrain/data/cache.h"
+
 namespace rectrain::train {
 namespace {
 
@@ -61,7 +63,6 @@ TEST_F(DataGateTest, CleanDataPassesAndWritesTheProfile) {
   ASSERT_TRUE(gate.ok()) << gate.status();
   EXPECT_TRUE(gate->violations.empty());
   EXPECT_TRUE(DataGateError(*gate).ok());
-  EXPECT_TRUE(gate->has_train);
   EXPECT_EQ(gate->train.rows, 100);
   EXPECT_EQ(gate->valid.rows, 40);
   EXPECT_EQ(gate->profile_path, run + "/data_profile.json");
@@ -130,19 +131,38 @@ TEST_F(DataGateTest, MaxRowsBoundsTheWorkAndSkipsMinRows) {
   EXPECT_FALSE(gate->train.truncated);
 }
 
-TEST_F(DataGateTest, SampleCacheInputIsNotProfiled) {
-  // *.rtc files are binary cache input: profiling them as criteo text would report garbage
-  // (no rows -> min_rows), so the split is skipped.
-  config::TrainConfig c = Config(Write("t.rtc", "RTC\x01binary"), Write("v.tsv", Rows(20, 5)));
+TEST_F(DataGateTest, SampleCacheInputIsProfiledFromItsRows) {
+  // *.rtc files are binary cache input: they are profiled from their decoded rows (not as text,
+  // which reported no rows and failed min_rows), so the checks apply to them too.
+  config::TrainConfig text = Config(Write("t.tsv", Rows(300, 75)), "");
+  data::DataConfig d = text.data;
+  d.files = text.train_files;
+  d.cache = "off";
+  const std::string rtc = (dir_ / "t.rtc").string();
+  ASSERT_TRUE(data::BuildCache(d, data::ReadOptions{}, data::CacheWriteOptions{}, rtc).ok());
+  config::TrainConfig c = Config(rtc, Write("v.tsv", Rows(20, 5)));
   auto gate = RunDataGate(c, (dir_ / "run").string(), 1);
   ASSERT_TRUE(gate.ok()) << gate.status();
-  EXPECT_FALSE(gate->has_train);
-  EXPECT_TRUE(gate->has_valid);
   EXPECT_TRUE(gate->violations.empty());
-  EXPECT_NE(Read(gate->profile_path).find("\"train\": null"), std::string::npos);
-  EXPECT_EQ(DataGateSummary(*gate).rfind("data check passed: data.train is sample cache input (.rtc), "
-                                         "not profiled, data.valid 20 rows (label rate 0.2500)", 0), 0u)
+  EXPECT_EQ(gate->train.rows, 300);
+  EXPECT_EQ(gate->train.positive_rows, 75);
+  EXPECT_EQ(gate->valid.rows, 20);
+  EXPECT_NE(Read(gate->profile_path).find("\"rows\": 300"), std::string::npos) << Read(gate->profile_path);
+  EXPECT_EQ(DataGateSummary(*gate).rfind("data check passed: data.train 300 rows (label rate 0.2500), "
+                                         "data.valid 20 rows (label rate 0.2500)", 0), 0u)
       << DataGateSummary(*gate);
+  // A violation in cache input is reported like one in text.
+  c.checks.min_rows = 301;
+  gate = RunDataGate(c, (dir_ / "run").string(), 1);
+  ASSERT_TRUE(gate.ok()) << gate.status();
+  ASSERT_EQ(gate->violations.size(), 2u);
+  EXPECT_EQ(gate->violations[0], "data.train: rows: 300 is below checks.min_rows = 301");
+  // Damaged cache input is an error naming the split and the file.
+  c.train_files = {Write("bad.rtc", "RTC\x01binary")};
+  gate = RunDataGate(c, (dir_ / "run").string(), 1);
+  ASSERT_FALSE(gate.ok());
+  EXPECT_NE(gate.status().ToString().find("data.train"), std::string::npos) << gate.status();
+  EXPECT_NE(gate.status().ToString().find("bad.rtc"), std::string::npos) << gate.status();
 }
 
 TEST_F(DataGateTest, ProfileErrorsNameTheSplit) {

@@ -358,11 +358,10 @@ void RunRecorder::OnEval(int64_t step, const EvalMetrics& e) {
 void RunRecorder::RecordDataCheck(const DataGateResult& gate) {
   if (options_.store == nullptr) return;
   Write(options_.store->AddArtifact(*run_, "data_profile", Absolute(gate.profile_path)), "artifact");
-  std::vector<track::MetricValue> m = {{"data/violations", static_cast<double>(gate.violations.size())}};
-  if (gate.has_train) {
-    m.emplace_back("data/train_rows", static_cast<double>(gate.train.rows));
-    m.emplace_back("data/train_label_rate", gate.train.LabelRate());
-  }
+  std::vector<track::MetricValue> m = {
+      {"data/train_rows", static_cast<double>(gate.train.rows)},
+      {"data/train_label_rate", gate.train.LabelRate()},
+      {"data/violations", static_cast<double>(gate.violations.size())}};
   if (gate.has_valid) {
     m.emplace_back("data/valid_rows", static_cast<double>(gate.valid.rows));
     m.emplace_back("data/valid_label_rate", gate.valid.LabelRate());
