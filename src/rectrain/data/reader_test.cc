@@ -224,7 +224,7 @@ TEST(ReaderTest, SchemaErrors) {
   c.schema.format = "orc";
   r = OpenBatchReader(c, ReadOptions());
   EXPECT_EQ(r.status().message(),
-            "unknown data.schema.format \"orc\"; expected auto, criteo, csv, tsv or parquet");
+            "unknown data.schema.format \"orc\"; expected auto, criteo, csv, tsv, parquet, libsvm or libffm");
   c.schema.format = "parquet";  // a text file read as Parquet
   r = OpenBatchReader(c, ReadOptions());
   EXPECT_EQ(r.status().message(),
