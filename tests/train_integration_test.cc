@@ -104,6 +104,22 @@ TEST_F(TrainIntegration, DeterministicRunsGiveIdenticalModels) {
   EXPECT_NE(ReadAll(a + "/model/dense.bin"), ReadAll(c + "/model/dense.bin"));
 }
 
+// deterministic: true pins what `auto` would decide from the machine's state: with a memory
+// budget too small for data.train and with a roomy one, the models are identical (without the
+// flag, the roomy run caches epoch 0 and permutes it fully in epoch 1, so the models differ).
+TEST_F(TrainIntegration, DeterministicIgnoresTheMachineDependentMemoryCacheChoice) {
+  const std::string small = *dir_ + "/pin_small", big = *dir_ + "/pin_big";
+  const std::string free_small = *dir_ + "/free_small", free_big = *dir_ + "/free_big";
+  ASSERT_TRUE(Run(small, {"data.memory_cache_bytes=64KiB"}).ok());
+  ASSERT_TRUE(Run(big, {"data.memory_cache_bytes=1GiB"}).ok());
+  ExpectSameModel(small, big);
+  EXPECT_NE(ReadAll(big + "/train.log").find("deterministic: data.memory_cache auto -> off"),
+            std::string::npos);
+  ASSERT_TRUE(Run(free_small, {"deterministic=false", "data.memory_cache_bytes=64KiB"}).ok());
+  ASSERT_TRUE(Run(free_big, {"deterministic=false", "data.memory_cache_bytes=1GiB"}).ok());
+  ExpectDifferentDense(free_small, free_big);
+}
+
 TEST_F(TrainIntegration, ResumeEqualsUninterruptedRun) {
   const std::string full = *dir_ + "/res_full", part = *dir_ + "/res_part";
   ASSERT_TRUE(Run(full, {}).ok());
@@ -285,7 +301,7 @@ TEST_F(TrainIntegration, GlobalShuffleOverTheMemoryBudgetFailsClearly) {
       << r.status();
   // auto with the same budget falls back to the files, says so, and trains.
   const std::string fallback = *dir_ + "/auto_small";
-  auto a = Run(fallback, {"data.memory_cache=auto", "data.memory_cache_bytes=64KiB"});
+  auto a = Run(fallback, {"deterministic=false", "data.memory_cache=auto", "data.memory_cache_bytes=64KiB"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->rows_read, 12000);
   const std::string log = ReadAll(fallback + "/train.log");

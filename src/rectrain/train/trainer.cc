@@ -386,6 +386,23 @@ Status TrainLoop::Setup() {
   auto log_line = [this](const std::string& line) { log_->Log(line); };
   data::EpochOptions train_epoch = c_.epoch;
   train_epoch.epochs = c_.train.epochs;  // auto: the last pass is not copied into memory
+  if (c_.deterministic) {
+    // `auto` decides from the machine's state (free memory for the epoch cache, whether a sample
+    // cache happens to exist), and each choice gives a different shuffle order after epoch 0.
+    // deterministic: true pins them so the run depends only on its config: data.train is
+    // re-read from its files every epoch unless the config asks for memory (on, or global
+    // shuffle) or a sample cache (build) explicitly. Validation is read in file order, where
+    // every source gives the same batches, so it keeps `auto`.
+    if (train_epoch.memory_cache == data::MemoryCacheMode::kAuto &&
+        train_epoch.shuffle != data::ShuffleMode::kGlobal) {
+      train_epoch.memory_cache = data::MemoryCacheMode::kOff;
+      log_->Log("deterministic: data.memory_cache auto -> off for data.train");
+    }
+    if (train_data.cache == "auto") {
+      train_data.cache = "off";
+      log_->Log("deterministic: data.cache auto -> off for data.train");
+    }
+  }
   RECTRAIN_ASSIGN_OR_RETURN(train_source_, WithContext(data::EpochSource::Create(train_data, ro, train_epoch,
                                                                                  memory_budget_, "data.train", log_line),
                                                        "data.train"));
