@@ -1,7 +1,9 @@
 // `rectrain data cache CONFIG` (build the keyed sample cache of a config's splits, which train,
 // eval and tune trials then read with data.cache: auto) and `rectrain data convert INPUT...
-// --to cache --out PATH` (any supported input format to one cache file, readable as input with
-// a *.rtc path). The work is data::BuildCache (data/cache.h); this file only maps flags.
+// --to cache|tsv --out PATH` (any supported input format to one cache file, readable as input
+// with a *.rtc path, or to a TSV that reads back into the same batches with the config snippet
+// it prints). The work is data::BuildCache (data/cache.h) and data::ExportTsv
+// (data/tsv_export.h); this file only maps flags.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -11,6 +13,7 @@
 #include "rectrain/cli/flags.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/data/cache.h"
+#include "rectrain/data/tsv_export.h"
 
 namespace rectrain::cli {
 namespace {
@@ -118,13 +121,15 @@ int RunDataConvert(const std::vector<std::string>& args) {
   std::vector<std::string> sets;
   bool header = false;
   int64_t block_rows = data::CacheWriteOptions{}.block_rows, threads = 1;
-  FlagParser flags(kCmd, "INPUT... --to cache --out PATH [--config CONFIG [--set KEY=VALUE]...] [schema flags]",
-                   "Converts sample files of any supported format (criteo, csv/tsv, parquet, ...) into\n"
-                   "one binary sample cache file (docs/formats/cache.md), transformed as the config\n"
-                   "says (or with the schema flags and the default transforms). The output is read as\n"
-                   "input wherever its path ends in .rtc (data.train: out.rtc).");
-  flags.String("to", &to, "cache (the only target; see docs/cli.md)");
-  flags.String("out", &out, "the output file (PATH.rtc)");
+  FlagParser flags(kCmd, "INPUT... --to cache|tsv --out PATH [--config CONFIG [--set KEY=VALUE]...] [schema flags]",
+                   "Converts sample files of any supported format (criteo, csv/tsv, parquet, libsvm,\n"
+                   "libffm, .rtc) into one binary sample cache file (--to cache, docs/formats/cache.md)\n"
+                   "or one TSV of transformed rows (--to tsv, docs/data.md \"TSV export\"), transformed\n"
+                   "as the config says (or with the schema flags and the default transforms). A cache is\n"
+                   "read as input wherever its path ends in .rtc (data.train: out.rtc); for a TSV the\n"
+                   "command prints the config snippet that reads it back into the same batches.");
+  flags.String("to", &to, "cache | tsv (see docs/cli.md)");
+  flags.String("out", &out, "the output file (PATH.rtc or PATH.tsv)");
   flags.String("config", &config_path, "take schema and transforms from this training config");
   flags.Repeated("set", &sets, "override a config key (with --config)");
   flags.String("format", &format, "without --config: auto | criteo | csv | tsv | parquet");
@@ -143,11 +148,14 @@ int RunDataConvert(const std::vector<std::string>& args) {
     return 0;
   }
   if (inputs.empty()) return ReportError(kCmd, InvalidArgumentError("no INPUT files given"));
-  if (to != "cache") {
-    return ReportError(kCmd, InvalidArgumentError(to.empty() ? std::string("--to is required: --to cache")
-                                                             : "--to " + to + " is not supported; use --to cache"));
+  if (to != "cache" && to != "tsv") {
+    return ReportError(kCmd, InvalidArgumentError(to.empty() ? std::string("--to is required: --to cache or --to tsv")
+                                                             : "--to " + to + " is not supported; use --to cache or --to tsv"));
   }
   if (out.empty()) return ReportError(kCmd, InvalidArgumentError("--out PATH is required"));
+  if (to == "tsv" && (codec != "lz4" || block_rows != data::CacheWriteOptions{}.block_rows)) {
+    return ReportError(kCmd, InvalidArgumentError("--codec and --block-rows apply to --to cache, not --to tsv"));
+  }
   data::DataConfig d;
   data::ReadOptions ro;
   if (!config_path.empty()) {
@@ -173,6 +181,27 @@ int RunDataConvert(const std::vector<std::string>& args) {
   d.files = inputs;  // standardize/quantiles statistics: the config's data.train, else the inputs
   d.cache = "off";
   ro.num_threads = static_cast<int>(threads);
+  if (to == "tsv") {
+    // In file order, as the cache is built: the TSV's rows are the input's, transformed.
+    ro.shuffle = false;
+    ro.skip_rows = 0;
+    auto reader = data::OpenBatchReader(d, ro);
+    if (!reader.ok()) return ReportError(kCmd, reader.status());
+    auto tsv = data::ExportTsv(reader->get(), out);
+    if (!tsv.ok()) return ReportError(kCmd, tsv.status());
+    const data::ReaderStats st = (*reader)->Stats();
+    std::printf("convert: wrote %s: %lld rows, %zu dense, %zu sparse (%d multi-valued)%s, %.1f MB",
+                tsv->path.c_str(), static_cast<long long>(tsv->rows), (*reader)->dense_names().size(),
+                (*reader)->sparse_names().size(), tsv->multi_valued, tsv->has_group ? ", group key" : "",
+                static_cast<double>(tsv->bytes) / 1e6);
+    if (st.rows_rejected + st.rows_filtered + st.rows_downsampled > 0) {
+      std::printf("; rows rejected %lld, filtered %lld, downsampled %lld", static_cast<long long>(st.rows_rejected),
+                  static_cast<long long>(st.rows_filtered), static_cast<long long>(st.rows_downsampled));
+    }
+    std::printf("\n# Read it back into the same batches with this config (docs/data.md \"TSV export\"):\n%s",
+                tsv->yaml.c_str());
+    return 0;
+  }
   data::CacheWriteOptions w;
   w.codec = codec;
   w.block_rows = block_rows;

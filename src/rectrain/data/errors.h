@@ -17,6 +17,8 @@ inline constexpr std::string_view kExpectedLabel = "0 or 1";
 inline constexpr std::string_view kExpectedDense = "a finite number, or an empty field for missing";
 inline constexpr std::string_view kExpectedNumber =
     "a finite number (its features.transforms steps are numeric)";
+inline constexpr std::string_view kExpectedHexId =
+    "an id of 16 hex digits (features.transforms step hex_id)";
 inline constexpr int kSnippetChars = 40;
 
 // The offending text as shown in messages: bytes outside printable ASCII become \xNN (tab \t,

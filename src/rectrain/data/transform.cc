@@ -19,6 +19,7 @@ constexpr StepInfo kSteps[] = {
     {"hour_of_day", StepOp::kHourOfDay}, {"day_of_week", StepOp::kDayOfWeek},
     {"binarize", StepOp::kBinarize}, {"split", StepOp::kSplit},
     {"max_len", StepOp::kMaxLen},    {"hash", StepOp::kHash},
+    {"hex_id", StepOp::kHexId},
 };
 
 int Distance(std::string_view a, std::string_view b) {
@@ -188,6 +189,7 @@ Result<FeatureTransform> ParseTransform(std::string_view spec) {
       case StepOp::kStandardize:
       case StepOp::kHourOfDay:
       case StepOp::kDayOfWeek:
+      case StepOp::kHexId:
         RECTRAIN_RETURN_IF_ERROR(want_args(0, 0));
         break;
       case StepOp::kBucketize:

@@ -28,6 +28,9 @@
 //   split(sep, max_len)  sparse, text: "a|b|c" -> ids of a, b, c (first max_len; 0 = all)
 //   max_len(n)           sparse lists (Parquet list columns or split): keep the first n
 //   hash(n)              sparse: id mod n (bounded vocabulary); n >= 1
+//   hex_id               sparse: the token is the id itself, 16 hex digits (no hashing); what
+//                        `rectrain data convert --to tsv` writes. Also allowed as the whole
+//                        spec of data.schema.group_key's column.
 // A sparse feature with numeric steps hashes the final number's shortest decimal text
 // (a bucket 3 -> "3"). Vocabulary min-count is the embedding table's admission
 // (embedding.min_count), not a transform.
@@ -68,6 +71,7 @@ enum class StepOp : uint8_t {
   kSplit,
   kMaxLen,
   kHash,
+  kHexId,
 };
 
 struct TransformStep {

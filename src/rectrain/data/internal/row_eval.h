@@ -98,9 +98,38 @@ inline bool NumberOf(const RawValue& v, double* out) {
 
 inline uint64_t FoldId(const FeaturePlan& f, uint64_t id) { return f.hash_mod ? id % f.hash_mod : id; }
 
+// Exactly 16 hex digits (either case) -> the id they spell; false otherwise (step hex_id).
+inline bool ParseHexId(std::string_view t, uint64_t* id) {
+  if (t.size() != 16) return false;
+  uint64_t v = 0;
+  for (const char c : t) {
+    unsigned d;
+    if (c >= '0' && c <= '9') {
+      d = static_cast<unsigned>(c - '0');
+    } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+      d = static_cast<unsigned>((c | 0x20) - 'a' + 10);
+    } else {
+      return false;
+    }
+    v = v << 4 | d;
+  }
+  *id = v;
+  return true;
+}
+
 // The id of one (non-list) value of sparse feature f; false if a numeric feature's value is not
 // a number.
 [[gnu::always_inline]] inline bool SparseId(const FeaturePlan& f, const RawValue& v, EvalScratch* s, uint64_t* id) {
+  if (f.hex_id) [[unlikely]] {
+    if (v.kind == RawValue::Kind::kMissing) {
+      *id = f.missing_id;
+      return true;
+    }
+    uint64_t raw;
+    if (!ParseHexId(TokenText(v, s->num_a), &raw)) return false;
+    *id = FoldId(f, raw);
+    return true;
+  }
   if (f.numeric) {
     double x;
     if (v.kind == RawValue::Kind::kMissing) {
@@ -322,7 +351,11 @@ EvalResult EvalRow(const ParsePlan& plan, const Row& row, int64_t rel_line, bool
   }
   if (plan.has_group) {
     const RawValue v = row.Get(plan.columns[plan.group_column].slot);
-    block->group[r] = HashPremixed(TokenText(v, scratch->num_a), plan.group_premixed);
+    if (!plan.group_hex) {
+      block->group[r] = HashPremixed(TokenText(v, scratch->num_a), plan.group_premixed);
+    } else if (!ParseHexId(TokenText(v, scratch->num_a), &block->group[r])) {
+      fail(BadRowKind::kBadNumber, plan.group_column, v, -1);
+    }
   }
   if (bad_col != INT_MAX) {
     for (int m = 0; m < plan.num_multi(); ++m) {

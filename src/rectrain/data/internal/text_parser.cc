@@ -122,6 +122,7 @@ const char* StepName(StepOp op) {
     case StepOp::kSplit: return "split";
     case StepOp::kMaxLen: return "max_len";
     case StepOp::kHash: return "hash";
+    case StepOp::kHexId: return "hex_id";
   }
   return "?";
 }
@@ -461,6 +462,11 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
             f.hash_mod = static_cast<uint64_t>(s.args[0]);
           }
           break;
+        case StepOp::kHexId:
+          if (dense) return InvalidArgumentError(key + ": " + step + " applies to sparse features");
+          if (f.source2 >= 0) return InvalidArgumentError(key + ": " + step + " cannot follow cross(...)");
+          f.hex_id = true;
+          break;
         default:
           if (f.source2 >= 0) {
             return InvalidArgumentError(key + ": " + step + " cannot follow cross(...) (only hash(n))");
@@ -469,6 +475,9 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
           if (s.NeedsStats()) f.stats_step = static_cast<int>(i);
           break;
       }
+    }
+    if (f.hex_id && any_numeric) {
+      return InvalidArgumentError(key + ": hex_id takes the token as the id; it cannot be combined with numeric steps");
     }
     if (f.source2 >= 0 && f.has_fill) {
       return InvalidArgumentError(key + ": fill cannot follow cross(...) (only hash(n))");
@@ -495,6 +504,21 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
   for (size_t i = 0; i < sparse_features.size(); ++i) {
     RECTRAIN_ASSIGN_OR_RETURN(FeaturePlan f, compile(sparse_features[i], false, static_cast<int>(i)));
     sparse.push_back(std::move(f));
+  }
+  bool group_hex = false;
+  if (!schema.group_key.empty()) {
+    auto it = unused_transforms.find(schema.group_key);
+    if (it != unused_transforms.end()) {
+      Result<FeatureTransform> t = ParseTransform(it->second);
+      if (!t.ok()) return t.status().WithContext("features.transforms." + schema.group_key);
+      if (t->steps.size() != 1 || t->steps[0].op != StepOp::kHexId) {
+        return InvalidArgumentError("features.transforms." + schema.group_key +
+                                    ": the group key column takes only \"hex_id\" (its ids unhashed), got \"" +
+                                    it->second + "\"");
+      }
+      group_hex = true;
+      unused_transforms.erase(it);
+    }
   }
   if (!unused_transforms.empty()) {
     std::string names;
@@ -548,6 +572,7 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
     }
     plan.group_column = it->second;
     plan.has_group = !stats_pass;
+    plan.group_hex = group_hex;
     use(plan.group_column);
   }
   for (const std::string& text : config.filters) {
@@ -637,7 +662,8 @@ std::string FormatBadRow(const ParsePlan& plan, const BadRow& bad, std::string_v
       expected = plan.label_expected;
       break;
     case BadRowKind::kBadNumber:
-      expected = errors::kExpectedNumber;
+      expected = bad.feature < 0 || plan.sparse[bad.feature].hex_id ? errors::kExpectedHexId
+                                                                     : errors::kExpectedNumber;
       break;
     case BadRowKind::kBadPair:
       return errors::BadPair(file, line, bad.column, plan.format, bad.text);

@@ -75,6 +75,7 @@ struct FeaturePlan {
   char split_sep = 0;         // split(sep, ...) on text, 0 = none
   int64_t max_len = 0;        // 0 = unlimited
   uint64_t hash_mod = 0;      // hash(n): id % n; 0 = off
+  bool hex_id = false;        // hex_id: the token is the id in 16 hex digits (not hashed)
   double fill = 0;            // value of a missing field (before the numeric steps)
   bool has_fill = false;      // a fill step (sparse: else a missing field has missing_id)
   int stats_step = -1;        // index of the stats step, -1 = none
@@ -111,6 +112,7 @@ struct ParsePlan {
   bool has_group = false;
   int group_column = -1;
   uint64_t group_premixed = 0;       // PremixSeed(hash_seed)
+  bool group_hex = false;            // features.transforms.<group_key>: hex_id (not hashed)
   std::vector<FilterPlan> filters;
   uint64_t keep_negative_below = ~uint64_t{0};  // downsampling: keep if Mix64(key) <= this
   bool downsample = false;
