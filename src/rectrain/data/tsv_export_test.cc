@@ -179,6 +179,43 @@ TEST(TsvExportTest, ExportErrors) {
   EXPECT_FALSE(std::filesystem::exists(dir.Path("empty.tsv")));
 }
 
+TEST(TsvExportTest, LabelAndGroupNamesStayFreeAndBadNamesAreErrors) {
+  TempDir dir;
+  // Features named "label" and "group": the label and group columns become "label_" / "group_".
+  DataConfig c;
+  c.files = {dir.Write("n.csv", "y,label,group,u\n1,3,a,u1\n0,4,b,u2\n")};
+  c.schema.format = "csv";
+  c.schema.delimiter = ',';
+  c.schema.header = true;
+  c.schema.label = "y";
+  c.schema.dense = {"label"};
+  c.schema.sparse = {"group"};
+  c.schema.group_key = "u";
+  c.cache = "off";
+  const TsvExportInfo info = RoundTrip(c, dir.Path("n.tsv"));
+  EXPECT_EQ(info.read_back.schema.label, "label_");
+  EXPECT_EQ(info.read_back.schema.group_key, "group_");
+  auto written = io::ReadFileToString(dir.Path("n.tsv"));
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(written->substr(0, written->find('\n')), "label_\tlabel\tgroup\tgroup_");
+
+  // A name with a tab cannot be a TSV header field.
+  DataConfig t;
+  t.files = {dir.Write("t.csv", "label,a\tb\n1,3\n")};
+  t.schema.format = "csv";
+  t.schema.delimiter = ',';
+  t.schema.header = true;
+  t.schema.dense = {"a\tb"};
+  t.cache = "off";
+  auto reader = OpenBatchReader(t, ReadOptions{});
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto r = ExportTsv(reader->get(), dir.Path("t.tsv"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("dense feature name \"a\tb\" cannot be a TSV header field"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("t.tsv")));
+}
+
 TEST(TsvExportTest, HexIdStep) {
   TempDir dir;
   DataConfig c;
