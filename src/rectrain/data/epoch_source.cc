@@ -1,7 +1,11 @@
 #include "rectrain/data/epoch_source.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "rectrain/base/stopwatch.h"
@@ -20,53 +24,105 @@ std::string Mib(int64_t bytes) {
   return buf;
 }
 
-// Serves a MemorySplit in a given order, batch_size rows at a time, starting at skip_rows. Each
-// batch is gathered on the caller's thread inside Next() (about 0.7 ms per 4096 criteo rows,
-// memory_split_benchmark). There is deliberately no background gather thread: training runs
-// an OpenMP pool with one thread per core, and a third runnable thread deschedules one of its
-// threads, so every parallel region (embedding lookup, sparse push) waits at its barrier for
-// a whole scheduler slice. stats.wait_seconds is the gather time.
+// Serves a MemorySplit in a given order, batch_size rows at a time, starting at skip_rows. One
+// background thread gathers up to `prefetch` batches ahead (like the file readers' prefetch
+// queue), so the gathers overlap training; the order is fixed up front, so timing cannot
+// change it. Gathering inside Next() instead was measured (docs/benchmarks.md "In-memory epoch
+// cache", follow-up): no gain at 100k-400k rows, and at 1M rows a random-order gather misses
+// the caches (3-4 s of data wait per epoch on the training thread vs 0.2 s with this thread).
 class MemoryBatchReader final : public BatchReader {
  public:
   MemoryBatchReader(std::shared_ptr<const MemorySplit> split, std::vector<uint32_t> order,
-                    int64_t batch_size, int64_t skip_rows)
-      : split_(std::move(split)), order_(std::move(order)), batch_size_(batch_size) {
+                    int64_t batch_size, int64_t skip_rows, int prefetch)
+      : split_(std::move(split)),
+        order_(std::move(order)),
+        batch_size_(batch_size),
+        depth_(static_cast<size_t>(std::max(1, prefetch))) {
     const int64_t n = static_cast<int64_t>(order_.size());
     next_row_ = std::min(skip_rows, n);
     stats_.rows_skipped = next_row_;
+    worker_ = std::thread([this] { Produce(); });
+  }
+
+  ~MemoryBatchReader() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
   }
 
   Result<std::optional<Batch>> Next() override {
-    const int64_t n = static_cast<int64_t>(order_.size());
-    if (next_row_ >= n) return std::optional<Batch>();
     Stopwatch sw;
-    Batch batch;
-    if (!recycled_.empty()) {
-      batch = std::move(recycled_.back());
-      recycled_.pop_back();
-    }
-    const int64_t take = std::min(batch_size_, n - next_row_);
-    split_->Gather(std::span<const uint32_t>(order_.data() + next_row_, static_cast<size_t>(take)), &batch);
-    next_row_ += take;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !ready_.empty() || produced_all_; });
+    if (ready_.empty()) return std::optional<Batch>();
+    Batch batch = std::move(ready_.front());
+    ready_.pop_front();
     stats_.rows_read += batch.size;
     stats_.wait_seconds += sw.Seconds();
+    lock.unlock();
+    cv_.notify_all();
     return std::optional<Batch>(std::move(batch));
   }
 
   void Recycle(Batch&& batch) override {
-    if (recycled_.size() < 2) recycled_.push_back(std::move(batch));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (recycled_.size() < depth_ + 2) recycled_.push_back(std::move(batch));
   }
-  ReaderStats Stats() const override { return stats_; }
+  ReaderStats Stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReaderStats s = stats_;
+    s.queue_depth = static_cast<int64_t>(ready_.size());
+    return s;
+  }
   const std::vector<std::string>& dense_names() const override { return split_->dense_names(); }
   const std::vector<std::string>& sparse_names() const override { return split_->sparse_names(); }
 
  private:
+  void Produce() {
+    const int64_t n = static_cast<int64_t>(order_.size());
+    while (next_row_ < n) {
+      Batch batch;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || ready_.size() < depth_; });
+        if (stop_) return;
+        if (!recycled_.empty()) {
+          batch = std::move(recycled_.back());
+          recycled_.pop_back();
+        }
+      }
+      const int64_t take = std::min(batch_size_, n - next_row_);
+      split_->Gather(std::span<const uint32_t>(order_.data() + next_row_, static_cast<size_t>(take)), &batch);
+      next_row_ += take;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.push_back(std::move(batch));
+      }
+      cv_.notify_all();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      produced_all_ = true;
+    }
+    cv_.notify_all();
+  }
+
   const std::shared_ptr<const MemorySplit> split_;
   const std::vector<uint32_t> order_;
   const int64_t batch_size_;
-  int64_t next_row_ = 0;
-  std::vector<Batch> recycled_;
-  ReaderStats stats_;
+  const size_t depth_;
+  int64_t next_row_ = 0;  // worker thread only (after construction)
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> ready_;      // guarded by mu_
+  std::vector<Batch> recycled_;  // guarded by mu_
+  bool stop_ = false;            // guarded by mu_
+  bool produced_all_ = false;    // guarded by mu_
+  ReaderStats stats_;            // guarded by mu_
+  std::thread worker_;
 };
 
 }  // namespace
@@ -247,7 +303,8 @@ std::vector<uint32_t> EpochSource::OrderFor(int64_t epoch) const {
 }
 
 std::unique_ptr<BatchReader> EpochSource::MemoryReader(int64_t epoch, int64_t skip_rows) const {
-  return std::make_unique<MemoryBatchReader>(split_, OrderFor(epoch), read_.batch_size, skip_rows);
+  return std::make_unique<MemoryBatchReader>(split_, OrderFor(epoch), read_.batch_size, skip_rows,
+                                             read_.prefetch_batches);
 }
 
 Result<std::unique_ptr<BatchReader>> EpochSource::Open(int64_t epoch, int64_t skip_rows) {

@@ -23,8 +23,8 @@
 // pass once. In auto mode the last pass of a run with a known number of epochs
 // (EpochOptions::epochs) is never copied: a single-epoch run reads data.train from the files.
 //
-// A pass from memory gathers each batch on the consumer's thread inside Next() (about 0.7 ms
-// per 4096 criteo rows): no extra runnable thread competes with the OpenMP compute pool.
+// A pass from memory gathers its batches on one background thread, data.prefetch batches ahead
+// (gathering inside Next() was measured and rejected: docs/benchmarks.md "In-memory epoch cache").
 //
 // Thread safety: an EpochSource and its readers are used from one thread. A reader returned by
 // Open() must be destroyed before the EpochSource (it reports back to it).
