@@ -83,7 +83,8 @@ struct DataChecks {
 
 // Profiles `files` (paths or globs; expanded and sorted). `schema` gives the format and column
 // names (format auto: parquet when every file ends in .parquet, else criteo); `transforms` may
-// hold the label's transform. `progress(done, total)` is called after each file.
+// hold the label's transform. `progress(done, total)` is called on the calling thread as files
+// complete (one call may report several), ending with (total, total).
 // `max_rows` > 0 bounds the work: each of the n files is profiled up to ceil(max_rows / n) rows
 // (text: lines, good or bad; Parquet: whole row groups until reached), from its start; a file
 // cut short sets `truncated`. The result does not depend on num_threads.

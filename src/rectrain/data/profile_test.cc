@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -35,6 +36,47 @@ SchemaConfig Csv(std::string label = "label") {
   s.header = true;
   s.label = std::move(label);
   return s;
+}
+
+// `rectrain data stats` over many files: 1,500 small files profiled on 2 threads give the same
+// profile as one thread, per-file rows in (sorted) path order, and progress ending at (n, n).
+TEST_F(ProfileTest, ThousandsOfFilesInParallel) {
+  std::vector<std::string> files;
+  const int n = 1500;
+  for (int i = 0; i < n; ++i) {
+    std::string text = "label,x,c\n";
+    for (int r = 0; r <= i % 3; ++r) {
+      text += std::to_string((i + r) % 2) + "," + std::to_string(i) + ",k" + std::to_string(i % 97) + "\n";
+    }
+    char name[32];
+    std::snprintf(name, sizeof name, "f%04d.csv", i);  // inputs are sorted by path
+    files.push_back(Write(name, text));
+  }
+  SchemaConfig s = Csv();
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  auto two = ProfileFiles(files, s, {}, 2, [&](int64_t done, int64_t total) { calls.push_back({done, total}); });
+  ASSERT_TRUE(two.ok()) << two.status();
+  auto one = ProfileFiles(files, s, {}, 1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(two->rows, n / 3 * (1 + 2 + 3));
+  EXPECT_EQ(two->rows, one->rows);
+  ASSERT_EQ(two->files.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(two->files[i].path, files[i]);
+    EXPECT_EQ(two->files[i].rows, 1 + i % 3) << files[i];
+  }
+  ASSERT_EQ(two->columns.size(), one->columns.size());
+  for (size_t c = 0; c < two->columns.size(); ++c) {
+    EXPECT_EQ(two->columns[c].non_null, one->columns[c].non_null);
+    EXPECT_EQ(two->columns[c].distinct, one->columns[c].distinct);
+    EXPECT_DOUBLE_EQ(two->columns[c].Mean(), one->columns[c].Mean());
+  }
+  EXPECT_NEAR(static_cast<double>(two->columns[2].distinct), 97, 3);  // HyperLogLog
+  // Progress calls come from the calling thread as files complete (several completions may be
+  // reported by one call): non-decreasing, ending at (n, n).
+  ASSERT_FALSE(calls.empty());
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_LE(calls[i - 1].first, calls[i].first);
+  EXPECT_EQ(calls.back(), (std::pair<int64_t, int64_t>{n, n}));
 }
 
 TEST_F(ProfileTest, LibsvmAndLibffmColumns) {
