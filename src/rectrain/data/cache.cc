@@ -35,6 +35,7 @@
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/data/internal/cache_dispatch.h"
 #include "rectrain/data/internal/cache_format.h"
+#include "rectrain/data/internal/prefetch_queue.h"
 #include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
@@ -277,18 +278,14 @@ class CacheBatchReader final : public BatchReader {
       stop_ = true;
     }
     work_cv_.notify_all();
-    {
-      std::lock_guard<std::mutex> lock(q_mu_);
-      q_stop_ = true;
-    }
-    q_cv_.notify_all();
+    queue_.Stop();
     for (std::thread& t : workers_) t.join();
     assembler_.join();
     BufferPool& pool = BufferPool::Get();
     for (auto& d : free_) pool.Give(std::move(d));
     for (auto& [seq, d] : done_) pool.Give(std::move(d));
     for (Batch& b : recycled_) pool.Give(std::move(b));
-    for (Item& item : queue_) {
+    for (Item& item : queue_.TakeAll()) {
       if (!item.end && item.status.ok() && item.batch.size > 0) pool.Give(std::move(item.batch));
     }
     if (sb_ != nullptr) {
@@ -298,34 +295,7 @@ class CacheBatchReader final : public BatchReader {
   }
 
   Result<std::optional<Batch>> Next() override {
-    if (!latched_.ok()) return latched_;
-    if (finished_) return std::optional<Batch>();
-    Item item;
-    {
-      std::unique_lock<std::mutex> lock(q_mu_);
-      if (queue_.empty()) {
-        Stopwatch sw;
-        q_cv_.wait(lock, [&] { return !queue_.empty(); });
-        std::lock_guard<std::mutex> slock(stats_mu_);
-        stats_.wait_seconds += sw.Seconds();
-      }
-      item = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    q_cv_.notify_all();
-    if (!item.status.ok()) {
-      latched_ = item.status;
-      return latched_;
-    }
-    if (item.end) {
-      finished_ = true;
-      return std::optional<Batch>();
-    }
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.rows_read += item.batch.size;
-    }
-    return std::optional<Batch>(std::move(item.batch));
+    return internal::NextFromQueue(queue_, &latched_, &finished_, &stats_, stats_mu_);
   }
 
   void Recycle(Batch&& batch) override {
@@ -343,8 +313,7 @@ class CacheBatchReader final : public BatchReader {
       std::lock_guard<std::mutex> lock(stats_mu_);
       stats = stats_;
     }
-    std::lock_guard<std::mutex> lock(q_mu_);
-    stats.queue_depth = static_cast<int64_t>(queue_.size());
+    stats.queue_depth = queue_.size();
     return stats;
   }
   const std::vector<std::string>& dense_names() const override { return dense_names_; }
@@ -352,11 +321,7 @@ class CacheBatchReader final : public BatchReader {
   std::string cache_note() const override { return note_; }
 
  private:
-  struct Item {
-    Batch batch;
-    Status status;
-    bool end = false;
-  };
+  using Item = internal::PrefetchQueue::Item;
 
   void WorkerLoop() {
     std::unique_ptr<internal::CacheReadScratch> scratch_owner = BufferPool::Get().TakeScratch();
@@ -396,15 +361,7 @@ class CacheBatchReader final : public BatchReader {
     }
   }
 
-  bool Push(Item item) {
-    std::unique_lock<std::mutex> lock(q_mu_);
-    q_cv_.wait(lock, [&] { return q_stop_ || static_cast<int>(queue_.size()) < options_.prefetch_batches; });
-    if (q_stop_) return false;
-    queue_.push_back(std::move(item));
-    lock.unlock();
-    q_cv_.notify_all();
-    return true;
-  }
+  bool Push(Item item) { return queue_.Push(std::move(item)); }
 
   void Fail(Status s) {
     {
@@ -676,10 +633,7 @@ class CacheBatchReader final : public BatchReader {
   std::map<int64_t, std::unique_ptr<Decoded>> done_;        // guarded by mu_
   std::vector<std::unique_ptr<Decoded>> free_;              // guarded by mu_
 
-  mutable std::mutex q_mu_;
-  std::condition_variable q_cv_;
-  std::deque<Item> queue_;  // guarded by q_mu_
-  bool q_stop_ = false;     // guarded by q_mu_
+  internal::PrefetchQueue queue_{options_.prefetch_batches};
 
   std::mutex recycle_mu_;
   std::vector<Batch> recycled_;  // guarded by recycle_mu_

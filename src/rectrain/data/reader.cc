@@ -30,6 +30,7 @@
 #include "rectrain/data/errors.h"
 #include "rectrain/data/internal/cache_dispatch.h"
 #include "rectrain/data/internal/parquet_source.h"
+#include "rectrain/data/internal/prefetch_queue.h"
 #include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/reader.h"
@@ -305,45 +306,14 @@ class TextBatchReader final : public BatchReader {
     }
     stop_flag_.store(true);
     work_cv_.notify_all();
-    {
-      std::lock_guard<std::mutex> lock(q_mu_);
-      q_stop_ = true;
-    }
-    q_cv_.notify_all();
+    queue_.Stop();
     for (std::thread& t : workers_) t.join();
     assembler_.join();
     if (rejects_ != nullptr) std::fclose(rejects_);
   }
 
   Result<std::optional<Batch>> Next() override {
-    if (!latched_.ok()) return latched_;
-    if (finished_) return std::optional<Batch>();
-    Item item;
-    {
-      std::unique_lock<std::mutex> lock(q_mu_);
-      if (queue_.empty()) {
-        Stopwatch sw;
-        q_cv_.wait(lock, [&] { return !queue_.empty(); });
-        std::lock_guard<std::mutex> slock(stats_mu_);
-        stats_.wait_seconds += sw.Seconds();
-      }
-      item = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    q_cv_.notify_all();
-    if (!item.status.ok()) {
-      latched_ = item.status;
-      return latched_;
-    }
-    if (item.end) {
-      finished_ = true;
-      return std::optional<Batch>();
-    }
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.rows_read += item.batch.size;
-    }
-    return std::optional<Batch>(std::move(item.batch));
+    return internal::NextFromQueue(queue_, &latched_, &finished_, &stats_, stats_mu_);
   }
 
   void Recycle(Batch&& batch) override {
@@ -365,19 +335,14 @@ class TextBatchReader final : public BatchReader {
       std::lock_guard<std::mutex> lock(stats_mu_);
       stats = stats_;
     }
-    std::lock_guard<std::mutex> lock(q_mu_);
-    stats.queue_depth = static_cast<int64_t>(queue_.size());
+    stats.queue_depth = queue_.size();
     return stats;
   }
   const std::vector<std::string>& dense_names() const override { return plan_.dense_names; }
   const std::vector<std::string>& sparse_names() const override { return plan_.sparse_names; }
 
  private:
-  struct Item {
-    Batch batch;
-    Status status;
-    bool end = false;
-  };
+  using Item = internal::PrefetchQueue::Item;
 
   void WorkerLoop() {
     LineParser parser(&plan_);
@@ -453,17 +418,7 @@ class TextBatchReader final : public BatchReader {
   }
 
   // Pushes onto the prefetch queue; false if the reader is being destroyed.
-  bool Push(Item item) {
-    std::unique_lock<std::mutex> lock(q_mu_);
-    q_cv_.wait(lock, [&] {
-      return q_stop_ || static_cast<int>(queue_.size()) < options_.prefetch_batches;
-    });
-    if (q_stop_) return false;
-    queue_.push_back(std::move(item));
-    lock.unlock();
-    q_cv_.notify_all();
-    return true;
-  }
+  bool Push(Item item) { return queue_.Push(std::move(item)); }
 
   void Fail(Status s) {
     {
@@ -791,11 +746,7 @@ class TextBatchReader final : public BatchReader {
   std::map<int64_t, std::unique_ptr<ParsedChunk>> done_;    // guarded by mu_
   std::vector<std::unique_ptr<ParsedChunk>> free_chunks_;   // guarded by mu_
 
-  // Prefetch queue.
-  mutable std::mutex q_mu_;
-  std::condition_variable q_cv_;
-  std::deque<Item> queue_;  // guarded by q_mu_
-  bool q_stop_ = false;     // guarded by q_mu_
+  internal::PrefetchQueue queue_{options_.prefetch_batches};
 
   std::mutex recycle_mu_;
   std::vector<Batch> recycled_;  // guarded by recycle_mu_
