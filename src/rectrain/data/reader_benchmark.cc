@@ -33,6 +33,17 @@ double ProcessCpuSeconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+// Reads one pass to its end (or first error), recycling every batch; the reader's stats after it.
+ReaderStats DrainPass(BatchReader& reader) {
+  while (true) {
+    auto b = reader.Next();
+    if (!b.ok() || !b->has_value()) break;
+    benchmark::DoNotOptimize((*b)->labels.data());
+    reader.Recycle(std::move(**b));
+  }
+  return reader.Stats();
+}
+
 const std::string& InputFile() {
   // Leaked on purpose: the atexit hook below runs after static destructors would have.
   static const std::string& path = *new std::string([] {
@@ -99,16 +110,10 @@ void ReadCriteo(benchmark::State& state, int threads, int64_t chunk_mib, bool sh
   double wait = 0;
   const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
-    auto reader = OpenBatchReader(config, opt).value();
-    while (true) {
-      auto b = reader->Next();
-      if (!b.ok() || !b->has_value()) break;
-      benchmark::DoNotOptimize((*b)->labels.data());
-      reader->Recycle(std::move(**b));
-    }
-    bytes += reader->Stats().bytes_read;
-    rows += reader->Stats().rows_read;
-    wait += reader->Stats().wait_seconds;
+    const ReaderStats st = DrainPass(*OpenBatchReader(config, opt).value());
+    bytes += st.bytes_read;
+    rows += st.rows_read;
+    wait += st.wait_seconds;
     ++opt.epoch;
   }
   const double cpu = ProcessCpuSeconds() - cpu0;
@@ -145,14 +150,7 @@ void BM_ReadParquet(benchmark::State& state) {
   int64_t rows = 0;
   const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
-    auto reader = OpenBatchReader(config, opt).value();
-    while (true) {
-      auto b = reader->Next();
-      if (!b.ok() || !b->has_value()) break;
-      benchmark::DoNotOptimize((*b)->labels.data());
-      reader->Recycle(std::move(**b));
-    }
-    rows += reader->Stats().rows_read;
+    rows += DrainPass(*OpenBatchReader(config, opt).value()).rows_read;
   }
   const double cpu = ProcessCpuSeconds() - cpu0;
   state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
@@ -196,15 +194,9 @@ void BM_ReadCache(benchmark::State& state) {
   double wait = 0;
   const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
-    auto reader = OpenCacheReader({path}, opt).value();
-    while (true) {
-      auto b = reader->Next();
-      if (!b.ok() || !b->has_value()) break;
-      benchmark::DoNotOptimize((*b)->labels.data());
-      reader->Recycle(std::move(**b));
-    }
-    rows += reader->Stats().rows_read;
-    wait += reader->Stats().wait_seconds;
+    const ReaderStats st = DrainPass(*OpenCacheReader({path}, opt).value());
+    rows += st.rows_read;
+    wait += st.wait_seconds;
     ++opt.epoch;
   }
   const double cpu = ProcessCpuSeconds() - cpu0;
