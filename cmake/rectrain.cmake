@@ -22,18 +22,50 @@ function(_rectrain_common target)
   target_compile_options(${target} PRIVATE ${RECTRAIN_WARNINGS})
 endfunction()
 
+# The module graph is enforced by what each target can #include. A library exposes only its own
+# HDRS: they are linked into a per-target include root (build/include/<target>/rectrain/<module>/
+# x.h -> src/rectrain/<module>/x.h), so a source file sees the headers of the libraries it lists
+# in DEPS (transitively) and nothing else. A missing DEPS entry is a compile error
+# ("rectrain/x/y.h: No such file or directory"), not a silent reach across the graph.
+# _rectrain_header_root(<target> <out-var> <header>...) builds such a root from headers named
+# relative to the current source directory.
+function(_rectrain_header_root target out_root)
+  set(root ${CMAKE_BINARY_DIR}/include/${target})
+  file(REMOVE_RECURSE ${root})
+  foreach(h IN LISTS ARGN)
+    get_filename_component(abs ${h} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/src ${abs})
+    if(rel MATCHES "^\\.\\.")
+      message(FATAL_ERROR "${target}: header ${h} lies outside src/")
+    endif()
+    get_filename_component(dir ${root}/${rel} DIRECTORY)
+    file(MAKE_DIRECTORY ${dir})
+    file(CREATE_LINK ${abs} ${root}/${rel} SYMBOLIC)
+  endforeach()
+  file(MAKE_DIRECTORY ${root})
+  set(${out_root} ${root} PARENT_SCOPE)
+endfunction()
+
+# rectrain_private_headers(<target> <header>...): headers only <target> itself includes (the CLI's
+# own commands.h, say), given the same per-target root.
+function(rectrain_private_headers target)
+  _rectrain_header_root(${target} root ${ARGN})
+  target_include_directories(${target} PRIVATE ${root})
+endfunction()
+
 # rectrain_cc_library(NAME x HDRS ... SRCS ... DEPS ...)  -> target rectrain_x, alias rectrain::x
 function(rectrain_cc_library)
   cmake_parse_arguments(A "" "NAME" "HDRS;SRCS;DEPS;PRIVATE_DEPS" ${ARGN})
   set(t rectrain_${A_NAME})
+  _rectrain_header_root(${t} root ${A_HDRS})
   if(A_SRCS)
     add_library(${t} STATIC ${A_SRCS} ${A_HDRS})
-    target_include_directories(${t} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(${t} PUBLIC ${root})
     target_link_libraries(${t} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
     _rectrain_common(${t})
   else()
     add_library(${t} INTERFACE)
-    target_include_directories(${t} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(${t} INTERFACE ${root})
     target_link_libraries(${t} INTERFACE ${A_DEPS})
   endif()
   add_library(rectrain::${A_NAME} ALIAS ${t})
