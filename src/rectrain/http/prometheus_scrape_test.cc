@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -51,7 +52,11 @@ TEST(PrometheusScrapeTest, RealPrometheusScrapesOurMetrics) {
     GTEST_SKIP() << binary << " is not installed (apt-get install prometheus, or run "
                  << "scripts/install_deps.sh)";
   }
-  const fs::path source = fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  // ctest sets RECTRAIN_SOURCE_DIR; __FILE__ is relative when ccache rewrites paths (CCACHE_BASEDIR).
+  const char* source_env = std::getenv("RECTRAIN_SOURCE_DIR");
+  const fs::path source = source_env != nullptr
+      ? fs::path(source_env)
+      : fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
   std::ifstream cfg_in(source / "deploy" / "prometheus" / "prometheus.yml");
   ASSERT_TRUE(cfg_in.good()) << "deploy/prometheus/prometheus.yml not found under " << source;
   std::stringstream cfg_text;

@@ -60,7 +60,11 @@ TEST_F(SchemaTest, FreshDatabaseMatchesGolden) {
   std::string ddl = Query(
       "SELECT sql || ';' FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE "
       "'sqlite_%' ORDER BY type DESC, name");
-  fs::path golden = fs::path(__FILE__).parent_path() / "testdata" / "schema_v1.sql";
+  // ctest sets RECTRAIN_SOURCE_DIR; __FILE__ is relative when ccache rewrites paths (CCACHE_BASEDIR).
+  const char* source_env = std::getenv("RECTRAIN_SOURCE_DIR");
+  fs::path golden = (source_env != nullptr ? fs::path(source_env) / "src/rectrain/track"
+                                           : fs::path(__FILE__).parent_path()) /
+                    "testdata" / "schema_v1.sql";
   if (std::getenv("RECTRAIN_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(golden) << ddl;
   }
