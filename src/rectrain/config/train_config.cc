@@ -8,6 +8,7 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/data/transform.h"
+#include "rectrain/kernels/gemm.h"
 
 namespace rectrain::config {
 namespace {
@@ -129,7 +130,11 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.model.dropout = b.Float("model.dropout", 0.0f, Range::HalfOpen(0, 1));
   c.model.layer_norm = b.Bool("model.layer_norm", false);
   c.model.cross_layers = static_cast<int>(b.Int("model.cross_layers", 3, Range::Closed(0, 64)));
-  c.model.precision = b.String("model.precision", "fp32", {"fp32", "bf16"}) == "bf16"
+  // auto: bf16 where the CPU multiplies bf16 natively (AVX512_BF16), fp32 elsewhere, so one
+  // config (the bench specs) runs at its best on either kind of machine. The trainer logs it.
+  const std::string precision = b.String("model.precision", "fp32", {"fp32", "bf16", "auto"});
+  c.model_precision_auto = precision == "auto";
+  c.model.precision = precision == "bf16" || (c.model_precision_auto && kernels::Bf16GemmAvailable())
                           ? nn::GemmPrecision::kBf16
                           : nn::GemmPrecision::kFp32;
   c.model.seed = DeriveSeed(c.seed, 0x6d6f64656cULL);  // "model"

@@ -80,6 +80,7 @@ struct TrainConfig {
   data::ReadOptions read;                // batch_size, shuffle, buffers, reader threads
   data::EpochOptions epoch;              // data.shuffle mode/key, data.memory_cache(_bytes)
   nn::ModelConfig model;
+  bool model_precision_auto = false;     // model.precision: auto (model.precision holds the choice)
   embedding::EmbeddingTableConfig embedding;  // template for every table of the model
   float embedding_lr = 0.05f;                 // embedding.optimizer.lr (sparse rules)
   optim::DenseOptimizerConfig optimizer;

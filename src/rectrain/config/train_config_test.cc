@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rectrain/kernels/gemm.h"
+
 #include <tuple>
 
 namespace rectrain::config {
@@ -45,6 +47,19 @@ TEST(TrainConfig, ModelPrecision) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find("model.precision"), std::string::npos)
       << bad.status();
+}
+
+// auto resolves from the CPU: bf16 exactly where the bf16 GEMM runs natively (the bench specs
+// use it so they run on AVX2-only machines too).
+TEST(TrainConfig, ModelPrecisionAutoFollowsTheCpu) {
+  auto c = Load("data: {train: a.tsv}\nmodel: {precision: auto}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->config.model_precision_auto);
+  EXPECT_EQ(c->config.model.precision, kernels::Bf16GemmAvailable() ? nn::GemmPrecision::kBf16
+                                                                     : nn::GemmPrecision::kFp32);
+  auto fp32 = Load("data: {train: a.tsv}\nmodel: {precision: fp32}\n");
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_FALSE(fp32->config.model_precision_auto);
 }
 
 TEST(TrainConfig, ShuffleModesAndMemoryCache) {

@@ -376,6 +376,11 @@ Status TrainLoop::Setup() {
   log_->Log(std::string(opt_.resume ? "resuming" : "starting") + " run in " + opt_.run_dir +
             ": model " + c_.model.type + ", " + std::to_string(c_.threads) + " threads, batch " +
             std::to_string(c_.read.batch_size) + (c_.deterministic ? ", deterministic" : ""));
+  if (c_.model_precision_auto) {
+    log_->Log(c_.model.precision == nn::GemmPrecision::kBf16
+                  ? "model.precision: auto -> bf16 (this CPU has AVX512_BF16)"
+                  : "model.precision: auto -> fp32 (this CPU has no AVX512_BF16)");
+  }
 
   // The first epoch's reader gives the field names the model needs.
   data::DataConfig train_data = c_.data;
