@@ -1,0 +1,71 @@
+#include "rectrain/dist/launch.h"
+
+#include <cstdlib>
+#include <string>
+
+#if RECTRAIN_WITH_MPI
+#include "rectrain/dist/mpi_transport.h"
+#endif
+
+namespace rectrain::dist {
+namespace {
+
+bool EnvInt(const char* name, int* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || x < 0 || x > 1 << 20) return false;
+  *out = static_cast<int>(x);
+  return true;
+}
+
+}  // namespace
+
+LaunchInfo DetectLaunch() {
+  LaunchInfo info;
+  int w = 0, r = 0;
+  if (EnvInt("OMPI_COMM_WORLD_SIZE", &w) && EnvInt("OMPI_COMM_WORLD_RANK", &r)) {
+    info = {"openmpi", w, r};
+  } else if (EnvInt("PMI_SIZE", &w) && EnvInt("PMI_RANK", &r)) {
+    info = {"mpich", w, r};
+  } else if (EnvInt("PMIX_RANK", &r)) {
+    info = {"pmix", EnvInt("SLURM_NTASKS", &w) ? w : 0, r};  // PMIx alone does not say the size
+  } else if (EnvInt("SLURM_NTASKS", &w) && EnvInt("SLURM_PROCID", &r) && std::getenv("SLURM_STEP_ID") != nullptr) {
+    info = {"slurm", w, r};
+  }
+  return info;
+}
+
+bool MpiCompiledIn() { return RECTRAIN_WITH_MPI != 0; }
+
+std::string MpiLibraryVersion() {
+#if RECTRAIN_WITH_MPI
+  return internal::MpiVersion();
+#else
+  return "";
+#endif
+}
+
+Result<std::unique_ptr<Communicator>> Connect() {
+  const LaunchInfo info = DetectLaunch();
+  // PMIx without SLURM_NTASKS: the size is only known once MPI is up.
+  if (info.launcher == "none" || info.world == 1) return Communicator::Single();
+#if RECTRAIN_WITH_MPI
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, internal::StartMpi());
+  if (info.world > 0 && t->world() != info.world) {
+    return FailedPreconditionError("MPI reports " + std::to_string(t->world()) + " ranks but the " + info.launcher +
+                                   " environment says " + std::to_string(info.world) +
+                                   " (is this rectrain linked against the MPI of the launcher?)");
+  }
+  if (t->world() == 1) return Communicator::Single();
+  return std::make_unique<Communicator>(std::move(t));
+#else
+  return FailedPreconditionError("launched as rank " + std::to_string(info.rank) + " of " + std::to_string(info.world) +
+                                 " by " + info.launcher +
+                                 ", but this rectrain was built without MPI; rebuild with -DRECTRAIN_WITH_MPI=ON "
+                                 "(scripts/install_deps.sh installs OpenMPI)");
+#endif
+}
+
+}  // namespace rectrain::dist
