@@ -117,4 +117,11 @@ std::string EmptyFile(std::string_view path, bool has_header) {
                     : std::string(path) + " is empty: it has no rows";
 }
 
+std::string BinaryFileAsText(std::string_view path, std::string_view kind, std::string_view magic,
+                             std::string_view format, std::string_view fix) {
+  return std::string(path) + " is a " + std::string(kind) + " (it starts with " + std::string(magic) +
+         ") but data.format is " + std::string(format) + "; set data.format: " + std::string(fix) +
+         " (or auto), or point data.train/data.valid at the text files";
+}
+
 }  // namespace rectrain::data::errors

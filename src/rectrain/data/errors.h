@@ -76,4 +76,9 @@ std::string DuplicateDenseKey(std::string_view file, int64_t line, int64_t colum
 // "<path> is empty: it has no rows" / "<path> has a header but no rows".
 std::string EmptyFile(std::string_view path, bool has_header);
 
+// "<path> is a <Parquet file | rectrain sample cache> (it starts with <magic>) but data.format is
+//  <format>; set data.format: <parquet | cache> (or auto)" — a binary file given to a text format.
+std::string BinaryFileAsText(std::string_view path, std::string_view kind, std::string_view magic,
+                             std::string_view format, std::string_view fix);
+
 }  // namespace rectrain::data::errors

@@ -28,11 +28,13 @@
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/data/errors.h"
-#include "rectrain/data/internal/cache_dispatch.h"
+#include "rectrain/data/internal/opener.h"
 #include "rectrain/data/internal/parquet_source.h"
+#include "rectrain/data/internal/pass_assembler.h"
 #include "rectrain/data/internal/prefetch_queue.h"
 #include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/internal/text_parser.h"
+#include "rectrain/data/pass_plan.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/io/file.h"
 #include "rectrain/io/parquet/parquet_file.h"
@@ -235,6 +237,19 @@ class LineIndex {
     lines_before_[file].assign(rows_before.begin(), rows_before.end());
   }
 
+  // Lines before chunk `chunk` when known without counting (every earlier chunk was parsed), else -1.
+  int64_t KnownLinesBefore(int file, int64_t chunk) {
+    std::vector<int64_t>& before = lines_before_[file];
+    if (before[chunk] >= 0) return before[chunk];
+    int64_t j = chunk;
+    while (before[j] < 0) --j;  // before[0] is always known
+    for (; j < chunk; ++j) {
+      if (lines_owned_[file][j] < 0) return -1;
+      before[j + 1] = before[j] + lines_owned_[file][j];
+    }
+    return before[chunk];
+  }
+
   // Number of lines in the file before the first line chunk `chunk` owns.
   Result<int64_t> LinesBefore(int file, int64_t chunk) {
     std::vector<int64_t>& before = lines_before_[file];
@@ -284,31 +299,30 @@ class TextBatchReader final : public BatchReader {
       : config_(config),
         options_(options),
         plan_(std::move(plan)),
+        layout_(MakeLayout(plan_)),
         files_(std::move(files)),
         order_(std::move(order)),
-        rejects_(rejects) {
+        rejects_(rejects),
+        window_(static_cast<int64_t>(order_.size()), options_.num_threads + 2, GroupSizes(order_)),
+        recycler_(options_.batch_size, &layout_, static_cast<size_t>(options_.prefetch_batches + 2)),
+        assembler_(layout_, options_, &queue_, &recycler_, nullptr, -1) {
     line_index_.Init(&files_, options_.chunk_bytes);
     for (size_t i = 0; i < files_.size(); ++i) {
       if (files_[i].pq) line_index_.SetKnown(static_cast<int>(i), files_[i].rows_before);
     }
     stats_.files = static_cast<int64_t>(files_.size());
-    window_ = options_.num_threads + 2;
-    assembler_ = std::thread([this] { AssemblerLoop(); });
+    assembler_thread_ = std::thread([this] { AssemblerLoop(); });
     for (int i = 0; i < options_.num_threads; ++i) {
       workers_.emplace_back([this] { WorkerLoop(); });
     }
   }
 
   ~TextBatchReader() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
     stop_flag_.store(true);
-    work_cv_.notify_all();
+    window_.Stop();
     queue_.Stop();
     for (std::thread& t : workers_) t.join();
-    assembler_.join();
+    assembler_thread_.join();
     if (rejects_ != nullptr) std::fclose(rejects_);
   }
 
@@ -316,18 +330,7 @@ class TextBatchReader final : public BatchReader {
     return internal::NextFromQueue(queue_, &latched_, &finished_, &stats_, stats_mu_);
   }
 
-  void Recycle(Batch&& batch) override {
-    // Keep a few batches' buffers for reuse (fresh memory is slow to touch on these machines);
-    // only full-size batches of this reader's shape are worth keeping.
-    if (batch.size != options_.batch_size || batch.num_dense != plan_.num_dense() ||
-        batch.num_sparse() != plan_.num_sparse()) {
-      return;
-    }
-    std::lock_guard<std::mutex> lock(recycle_mu_);
-    if (static_cast<int>(recycled_.size()) < options_.prefetch_batches + 2) {
-      recycled_.push_back(std::move(batch));
-    }
-  }
+  void Recycle(Batch&& batch) override { recycler_.Give(std::move(batch)); }
 
   ReaderStats Stats() const override {
     ReaderStats stats;
@@ -335,6 +338,7 @@ class TextBatchReader final : public BatchReader {
       std::lock_guard<std::mutex> lock(stats_mu_);
       stats = stats_;
     }
+    stats.rows_skipped = assembler_.rows_skipped();
     stats.queue_depth = queue_.size();
     return stats;
   }
@@ -342,274 +346,62 @@ class TextBatchReader final : public BatchReader {
   const std::vector<std::string>& sparse_names() const override { return plan_.sparse_names; }
 
  private:
-  using Item = internal::PrefetchQueue::Item;
+  static internal::RowLayout MakeLayout(const ParsePlan& plan) {
+    std::vector<bool> multi(static_cast<size_t>(plan.num_sparse()));
+    for (int f = 0; f < plan.num_sparse(); ++f) multi[static_cast<size_t>(f)] = plan.sparse[f].multi;
+    return internal::RowLayout::Make(plan.num_dense(), std::move(multi), plan.has_group);
+  }
+  static std::vector<int64_t> GroupSizes(const std::vector<ChunkRef>& order) {
+    std::vector<int64_t> sizes(order.size(), 1);
+    for (size_t i = 0; i < order.size(); ++i) sizes[i] = order[i].group_size;
+    return sizes;
+  }
 
   void WorkerLoop() {
     LineParser parser(&plan_);
     std::unique_ptr<RowGroupDecoder> decoder;
     ByteBuffer buf;
-    const int64_t n = static_cast<int64_t>(order_.size());
     const bool keep_raw = rejects_ != nullptr;
-    while (true) {
-      int64_t seq;
-      std::unique_ptr<ParsedChunk> chunk;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [&] {
-          return stop_ || next_claim_ >= n || next_claim_ < next_consume_ + window_;
-        });
-        if (stop_ || next_claim_ >= n) return;
-        seq = next_claim_;
-        next_claim_ += order_[seq].group_size;
-        if (!free_chunks_.empty()) {
-          chunk = std::move(free_chunks_.back());
-          free_chunks_.pop_back();
-        }
-      }
-      if (!chunk) chunk = std::make_unique<ParsedChunk>();
-      Stopwatch sw;
-      const ChunkRef& ref = order_[seq];
+    while (std::optional<Window::Claim> claim = window_.ClaimNext()) {
+      const ChunkRef& ref = order_[static_cast<size_t>(claim->seq)];
       const FileInfo& f = files_[ref.file];
-      if (f.pq) {
-        if (!decoder) decoder = std::make_unique<RowGroupDecoder>(&plan_);
-        const Status decoded = decoder->DecodeRowGroup(*f.pq, f.pq_columns, ref.row_group);
-        for (int64_t k = 0; k < ref.group_size; ++k) {
-          if (k > 0) {
-            sw = Stopwatch();
-            std::lock_guard<std::mutex> lock(mu_);
-            if (!free_chunks_.empty()) {
-              chunk = std::move(free_chunks_.back());
-              free_chunks_.pop_back();
-            }
-          }
-          if (!chunk) chunk = std::make_unique<ParsedChunk>();
-          const ChunkRef& slice = order_[seq + k];
-          ParsedChunk* out = chunk.get();
-          out->ref = slice;
-          out->block.Reset();
-          out->line_too_long = false;
-          out->complete = false;
-          out->fatal = decoded;
-          if (decoded.ok()) {
-            out->complete = decoder->EvalRows(slice.row_begin, slice.row_end, f.key,
-                                              f.rows_before[slice.index], config_.max_bad_rows,
-                                              keep_raw, &out->block);
-          }
-          out->lines = slice.row_end - slice.row_begin;
-          out->seconds = sw.Seconds();
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            done_[seq + k] = std::move(chunk);
-          }
-          work_cv_.notify_all();
-          if (!decoded.ok() || stop_flag_.load(std::memory_order_relaxed)) break;
-        }
-        continue;
-      } else {
+      if (!f.pq) {
+        std::unique_ptr<ParsedChunk> chunk = window_.FreeBlock();
+        Stopwatch sw;
         ParseChunk(f, ref, config_.max_bad_rows, keep_raw, stop_flag_, &buf, &parser, chunk.get());
+        chunk->seconds = sw.Seconds();
+        window_.Complete(claim->seq, std::move(chunk));
+        continue;
       }
-      chunk->seconds = sw.Seconds();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        done_[seq] = std::move(chunk);
+      // A Parquet row group: decoded once, delivered as its slices.
+      Stopwatch sw;
+      if (!decoder) decoder = std::make_unique<RowGroupDecoder>(&plan_);
+      const Status decoded = decoder->DecodeRowGroup(*f.pq, f.pq_columns, ref.row_group);
+      for (int64_t k = 0; k < claim->count; ++k) {
+        if (k > 0) sw = Stopwatch();
+        std::unique_ptr<ParsedChunk> out = window_.FreeBlock();
+        const ChunkRef& slice = order_[static_cast<size_t>(claim->seq + k)];
+        out->ref = slice;
+        out->block.Reset();
+        out->line_too_long = false;
+        out->complete = false;
+        out->fatal = decoded;
+        if (decoded.ok()) {
+          out->complete = decoder->EvalRows(slice.row_begin, slice.row_end, f.key, f.rows_before[slice.index],
+                                            config_.max_bad_rows, keep_raw, &out->block);
+        }
+        out->lines = slice.row_end - slice.row_begin;
+        out->seconds = sw.Seconds();
+        window_.Complete(claim->seq + k, std::move(out));
+        if (!decoded.ok() || stop_flag_.load(std::memory_order_relaxed)) break;
       }
-      work_cv_.notify_all();
     }
   }
-
-  // Pushes onto the prefetch queue; false if the reader is being destroyed.
-  bool Push(Item item) { return queue_.Push(std::move(item)); }
 
   void Fail(Status s) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;  // no point parsing further
-    }
-    stop_flag_.store(true);
-    work_cv_.notify_all();
-    Item item;
-    item.status = std::move(s);
-    Push(std::move(item));
-  }
-
-  // ---- batch building (assembler thread) ----
-  void StartBatch() {
-    const int64_t bs = options_.batch_size;
-    {
-      std::lock_guard<std::mutex> lock(recycle_mu_);
-      if (!recycled_.empty()) {
-        batch_ = std::move(recycled_.back());
-        recycled_.pop_back();
-      } else {
-        batch_ = Batch();
-      }
-    }
-    batch_.size = 0;
-    batch_.source.clear();
-    batch_.first_line = 0;
-    batch_.num_dense = plan_.num_dense();
-    batch_.labels.resize(bs);
-    batch_.dense.resize(bs * plan_.num_dense());
-    batch_.sparse.resize(plan_.num_sparse());
-    for (int f = 0; f < plan_.num_sparse(); ++f) {
-      SparseColumn& c = batch_.sparse[f];
-      if (plan_.sparse[f].multi) {
-        c.offsets.resize(bs + 1);
-        c.offsets[0] = 0;
-        c.ids.clear();
-      } else {
-        c.offsets.clear();
-        c.ids.resize(bs);
-      }
-    }
-    if (plan_.has_group) batch_.group_keys.resize(bs);
-  }
-
-  struct MultiRef {
-    const uint64_t* ids = nullptr;
-    int32_t n = 0;
-  };
-  // The multi-valued ids of row r of a block.
-  const MultiRef* BlockMulti(const RowBlock& b, int64_t r) {
-    const int nm = plan_.num_multi();
-    multi_refs_.resize(nm);
-    for (int m = 0; m < nm; ++m) {
-      const internal::MultiColumn& mc = b.multi[m];
-      multi_refs_[m].ids = mc.ids.data() + mc.offsets[r];
-      multi_refs_[m].n = mc.offsets[r + 1] - mc.offsets[r];
-    }
-    return multi_refs_.data();
-  }
-  const MultiRef* BufferMulti(int64_t j) {
-    const int nm = plan_.num_multi();
-    multi_refs_.resize(nm);
-    for (int m = 0; m < nm; ++m) {
-      const std::vector<uint64_t>& v = sb_multi_[j * nm + m];
-      multi_refs_[m].ids = v.data();
-      multi_refs_[m].n = static_cast<int32_t>(v.size());
-    }
-    return multi_refs_.data();
-  }
-
-  // Appends one row; returns false if the reader is being destroyed.
-  bool EmitRow(float label, const float* dense, const uint64_t* ids, const MultiRef* multi,
-               uint64_t group, int file, int64_t line) {
-    if (skip_remaining_ > 0) {
-      --skip_remaining_;
-      ++rows_skipped_;
-      return true;
-    }
-    if (batch_.labels.empty()) StartBatch();
-    const int64_t r = batch_.size;
-    if (r == 0) {
-      batch_.source = file >= 0 ? files_[file].path : std::string();
-      batch_.first_line = line;
-    }
-    batch_.labels[r] = label;
-    const int nd = plan_.num_dense();
-    std::copy(dense, dense + nd, batch_.dense.data() + r * nd);
-    const int ns = plan_.num_sparse();
-    for (int f = 0; f < ns; ++f) {
-      if (!plan_.sparse[f].multi) batch_.sparse[f].ids[r] = ids[f];
-    }
-    for (int m = 0; m < plan_.num_multi(); ++m) {
-      SparseColumn& c = batch_.sparse[plan_.multi_fields[m]];
-      c.ids.insert(c.ids.end(), multi[m].ids, multi[m].ids + multi[m].n);
-      c.offsets[r + 1] = static_cast<int32_t>(c.ids.size());
-    }
-    if (plan_.has_group) batch_.group_keys[r] = group;
-    batch_.size = r + 1;
-    if (batch_.size == options_.batch_size) return FlushBatch();
-    return true;
-  }
-
-  bool FlushBatch() {
-    if (batch_.size == 0) return true;
-    const int64_t n = batch_.size;
-    batch_.labels.resize(n);
-    batch_.dense.resize(n * plan_.num_dense());
-    for (SparseColumn& c : batch_.sparse) {
-      if (c.offsets.empty()) {
-        c.ids.resize(n);
-      } else {
-        c.offsets.resize(n + 1);
-      }
-    }
-    if (plan_.has_group) batch_.group_keys.resize(n);
-    Item item;
-    item.batch = std::move(batch_);
-    batch_ = Batch();
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.rows_skipped = rows_skipped_;
-    }
-    return Push(std::move(item));
-  }
-
-  // ---- shuffle buffer (assembler thread) ----
-  bool ShuffleRow(const RowBlock& b, int64_t r) {
-    const int nd = plan_.num_dense();
-    const int ns = plan_.num_sparse();
-    const int64_t cap = options_.shuffle_buffer_rows;
-    const uint64_t group = plan_.has_group ? b.group[r] : 0;
-    if (sb_size_ < cap) {
-      if (sb_size_ == static_cast<int64_t>(sb_labels_.size())) {
-        const int64_t grow = std::min(cap, std::max<int64_t>(4096, sb_size_ * 2));
-        sb_labels_.resize(grow);
-        sb_dense_.resize(grow * nd);
-        sb_ids_.resize(grow * ns);
-        if (plan_.has_group) sb_group_.resize(grow);
-        sb_multi_.resize(grow * plan_.num_multi());
-      }
-      const int64_t j = sb_size_++;
-      StoreRow(b, r, j, group);
-      return true;
-    }
-    const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(cap)));
-    if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns, BufferMulti(j),
-                 plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
-      return false;
-    }
-    StoreRow(b, r, j, group);
-    return true;
-  }
-
-  // Copies row r of a block into shuffle-buffer slot j.
-  void StoreRow(const RowBlock& b, int64_t r, int64_t j, uint64_t group) {
-    const int nd = plan_.num_dense();
-    const int ns = plan_.num_sparse();
-    const int nm = plan_.num_multi();
-    sb_labels_[j] = b.labels[r];
-    std::copy(b.dense.data() + r * nd, b.dense.data() + r * nd + nd, sb_dense_.data() + j * nd);
-    std::copy(b.ids.data() + r * ns, b.ids.data() + r * ns + ns, sb_ids_.data() + j * ns);
-    if (plan_.has_group) sb_group_[j] = group;
-    for (int m = 0; m < nm; ++m) {
-      const internal::MultiColumn& mc = b.multi[m];
-      sb_multi_[j * nm + m].assign(mc.ids.data() + mc.offsets[r], mc.ids.data() + mc.offsets[r + 1]);
-    }
-  }
-
-  bool DrainShuffle() {
-    const int nd = plan_.num_dense();
-    const int ns = plan_.num_sparse();
-    // Emit the remainder in a uniformly random order (Fisher-Yates draw without replacement).
-    while (sb_size_ > 0) {
-      const int64_t j = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(sb_size_)));
-      if (!EmitRow(sb_labels_[j], sb_dense_.data() + j * nd, sb_ids_.data() + j * ns,
-                   BufferMulti(j), plan_.has_group ? sb_group_[j] : 0, -1, 0)) {
-        return false;
-      }
-      const int64_t last = --sb_size_;
-      if (j != last) {
-        const int nm = plan_.num_multi();
-        for (int m = 0; m < nm; ++m) std::swap(sb_multi_[j * nm + m], sb_multi_[last * nm + m]);
-        sb_labels_[j] = sb_labels_[last];
-        std::copy(sb_dense_.data() + last * nd, sb_dense_.data() + last * nd + nd, sb_dense_.data() + j * nd);
-        std::copy(sb_ids_.data() + last * ns, sb_ids_.data() + last * ns + ns, sb_ids_.data() + j * ns);
-        if (plan_.has_group) sb_group_[j] = sb_group_[last];
-      }
-    }
-    return true;
+    stop_flag_.store(true);  // no point parsing further
+    window_.Stop();
+    assembler_.PushError(std::move(s));
   }
 
   // Records bad rows of a chunk; returns a non-OK Status when the pass must fail.
@@ -644,21 +436,13 @@ class TextBatchReader final : public BatchReader {
 
   void AssemblerLoop() {
     const int64_t n = static_cast<int64_t>(order_.size());
-    const bool shuffle = options_.shuffle && options_.shuffle_buffer_rows > 0;
-    rng_ = Rng(DeriveSeed(DeriveSeed(options_.seed, 0x5348554646ULL), static_cast<uint64_t>(options_.epoch)));
-    skip_remaining_ = options_.skip_rows;
+    const int nd = plan_.num_dense();
+    const int ns = plan_.num_sparse();
+    const int nm = plan_.num_multi();
+    std::vector<internal::MultiList> multi(static_cast<size_t>(nm));
     for (int64_t seq = 0; seq < n; ++seq) {
-      std::unique_ptr<ParsedChunk> c;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [&] { return stop_ || done_.count(seq) > 0; });
-        if (stop_) return;
-        auto it = done_.find(seq);
-        c = std::move(it->second);
-        done_.erase(it);
-        ++next_consume_;
-      }
-      work_cv_.notify_all();
+      std::unique_ptr<ParsedChunk> c = window_.Await(seq);
+      if (c == nullptr) return;  // stopped
       const FileInfo& f = files_[c->ref.file];
       if (!c->fatal.ok()) {
         Fail(c->fatal.WithContext("while reading " + f.path));
@@ -674,9 +458,7 @@ class TextBatchReader final : public BatchReader {
         Fail(DataLossError(errors::LineTooLong(f.path, line, kMaxLineBytes)));
         return;
       }
-      if (!c->complete) {  // stopped by the stop flag: the reader is closing
-        return;
-      }
+      if (!c->complete) return;  // stopped by the stop flag: the reader is closing
       line_index_.Record(c->ref.file, c->ref.index, c->lines);
       {
         std::lock_guard<std::mutex> lock(stats_mu_);
@@ -686,95 +468,56 @@ class TextBatchReader final : public BatchReader {
         stats_.rows_downsampled += c->block.downsampled;
       }
       const RowBlock& b = c->block;
-      const int nd = plan_.num_dense();
-      const int ns = plan_.num_sparse();
-      if (shuffle) {
-        for (int64_t r = 0; r < b.rows; ++r) {
-          if (!ShuffleRow(b, r)) return;
+      // Line numbers are known for free in file order (a rank's share starting mid-file learns
+      // them only by counting, which error messages do; batches then carry none); a shuffled
+      // pass reports none.
+      const std::string* source = options_.shuffle ? nullptr : &f.path;
+      int64_t before = -1;
+      if (source != nullptr && b.rows > 0) before = line_index_.KnownLinesBefore(c->ref.file, c->ref.index);
+      for (int64_t r = 0; r < b.rows; ++r) {
+        for (int m = 0; m < nm; ++m) {
+          const internal::MultiColumn& mc = b.multi[static_cast<size_t>(m)];
+          multi[static_cast<size_t>(m)] = {mc.ids.data() + mc.offsets[r], mc.offsets[r + 1] - mc.offsets[r]};
         }
-      } else {
-        // Line numbers are known for free in file order; a chunk-shuffled pass reports none.
-        int64_t before = 0;
-        const int file = options_.shuffle ? -1 : c->ref.file;
-        if (b.rows > 0 && !options_.shuffle) {
-          auto lb = line_index_.LinesBefore(c->ref.file, c->ref.index);
-          if (!lb.ok()) {
-            Fail(lb.status());
-            return;
-          }
-          before = *lb;
-        }
-        for (int64_t r = 0; r < b.rows; ++r) {
-          if (!EmitRow(b.labels[r], b.dense.data() + r * nd, b.ids.data() + r * ns, BlockMulti(b, r),
-                       plan_.has_group ? b.group[r] : 0, file,
-                       file < 0 ? 0 : before + b.rel_line[r])) {
-            return;
-          }
-        }
+        const internal::RowView row{b.labels[r], b.dense.data() + r * nd, b.ids.data() + r * ns, multi.data(),
+                                    plan_.has_group ? b.group[r] : 0};
+        if (!assembler_.AddRow(row, before >= 0 ? source : nullptr, before >= 0 ? before + b.rel_line[r] : 0)) return;
       }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        free_chunks_.push_back(std::move(c));
-      }
+      window_.Release(std::move(c));
     }
-    if (shuffle && !DrainShuffle()) return;
-    if (!FlushBatch()) return;
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.rows_skipped = rows_skipped_;
-    }
-    Item end;
-    end.end = true;
-    Push(std::move(end));
+    if (!assembler_.Flush()) return;
+    assembler_.PushEnd();
   }
+
+  using Window = internal::OrderedWindow<ParsedChunk>;
 
   const DataConfig config_;
   const ReadOptions options_;
   const ParsePlan plan_;
+  const internal::RowLayout layout_;
   const std::vector<FileInfo> files_;
   const std::vector<ChunkRef> order_;
   std::FILE* rejects_;
-  int64_t window_ = 1;
 
-  // Work distribution and reorder buffer.
-  std::mutex mu_;
-  std::condition_variable work_cv_;
-  bool stop_ = false;                 // guarded by mu_
-  std::atomic<bool> stop_flag_{false};  // same, readable without the lock inside parsing
-  int64_t next_claim_ = 0;            // guarded by mu_
-  int64_t next_consume_ = 0;          // guarded by mu_
-  std::map<int64_t, std::unique_ptr<ParsedChunk>> done_;    // guarded by mu_
-  std::vector<std::unique_ptr<ParsedChunk>> free_chunks_;   // guarded by mu_
-
+  std::atomic<bool> stop_flag_{false};  // read inside parsing loops, without a lock
+  Window window_;
   internal::PrefetchQueue queue_{options_.prefetch_batches};
-
-  std::mutex recycle_mu_;
-  std::vector<Batch> recycled_;  // guarded by recycle_mu_
+  internal::BatchRecycler recycler_;
 
   mutable std::mutex stats_mu_;
   ReaderStats stats_;  // guarded by stats_mu_
 
   // Assembler-thread state.
+  internal::BatchAssembler assembler_;
   LineIndex line_index_;
-  Batch batch_;
-  Rng rng_{0};
-  int64_t skip_remaining_ = 0;
-  int64_t rows_skipped_ = 0;
   int64_t rejected_ = 0;
-  int64_t sb_size_ = 0;
-  std::vector<float> sb_labels_;
-  std::vector<float> sb_dense_;
-  std::vector<uint64_t> sb_ids_;
-  std::vector<uint64_t> sb_group_;
-  std::vector<std::vector<uint64_t>> sb_multi_;  // slot * num_multi + m
-  std::vector<MultiRef> multi_refs_;
 
   // Consumer-thread state.
   Status latched_;
   bool finished_ = false;
 
   std::vector<std::thread> workers_;
-  std::thread assembler_;
+  std::thread assembler_thread_;
 };
 
 // Reads the first line of a file (the header), without its newline. Sets *data_start.
@@ -818,7 +561,7 @@ Status ValidateOptions(const ReadOptions& o) {
   if (o.chunk_bytes < 1 || o.chunk_bytes > (int64_t{1} << 30)) {
     return InvalidArgumentError("data.chunk_bytes must be in 1..1073741824, got " + std::to_string(o.chunk_bytes));
   }
-  return OkStatus();
+  return ValidateRankShare(o);
 }
 
 // "auto": parquet when every file ends in .parquet, else criteo. Mixed inputs are an error.
@@ -876,6 +619,19 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(path));
     f.size = f.file->size();
     if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
+    // A binary file read as text would fail on its first "row" with a confusing field-count
+    // error; say what it is instead.
+    {
+      char magic[8] = {};
+      RECTRAIN_ASSIGN_OR_RETURN(int64_t got, f.file->ReadAt(0, std::min<int64_t>(8, f.size), magic));
+      if (got >= 4 && std::memcmp(magic, "PAR1", 4) == 0) {
+        return InvalidArgumentError(errors::BinaryFileAsText(path, "Parquet file", "PAR1", config.schema.format, "parquet"));
+      }
+      if (got == 8 && std::memcmp(magic, "RTCACHE\0", 8) == 0) {
+        return InvalidArgumentError(
+            errors::BinaryFileAsText(path, "rectrain sample cache", "RTCACHE", config.schema.format, "cache"));
+      }
+    }
     if (header) {
       RECTRAIN_ASSIGN_OR_RETURN(std::string line, ReadHeaderLine(f, &f.data_start));
       if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -948,23 +704,23 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
       order.push_back(c);
     }
   }
-  if (options.shuffle) {
-    // Permute groups (a text chunk, or the slices of one Parquet row group), keeping each
-    // group's slices together and in order.
-    std::vector<std::pair<int64_t, int64_t>> groups;  // [first, first + size)
-    for (int64_t i = 0; i < static_cast<int64_t>(order.size()); i += order[i].group_size) {
-      groups.emplace_back(i, order[i].group_size);
+  // The pass's units (a text chunk, or the slices of one Parquet row group, kept together and in
+  // order) weighted by bytes (text) or rows (Parquet), ordered and shared out by the planner.
+  std::vector<std::pair<int64_t, int64_t>> groups;  // [first, first + size)
+  std::vector<int64_t> weights;
+  for (int64_t i = 0; i < static_cast<int64_t>(order.size()); i += order[i].group_size) {
+    groups.emplace_back(i, order[i].group_size);
+    const ChunkRef& c = order[i];
+    weights.push_back(c.row_group >= 0 ? files[c.file].pq->row_group_num_rows(c.row_group) : c.end - c.begin);
+  }
+  if (options.shuffle || options.world > 1) {
+    std::vector<ChunkRef> planned;
+    planned.reserve(order.size());
+    for (int64_t g : PlanPassUnits(weights, options.shuffle, options.seed, options.epoch, options.rank, options.world)) {
+      const auto& [first, size] = groups[static_cast<size_t>(g)];
+      planned.insert(planned.end(), order.begin() + first, order.begin() + first + size);
     }
-    Rng rng(DeriveSeed(DeriveSeed(options.seed, 0x4348554e4bULL), static_cast<uint64_t>(options.epoch)));
-    for (int64_t i = static_cast<int64_t>(groups.size()) - 1; i > 0; --i) {
-      std::swap(groups[i], groups[rng.Below(static_cast<uint64_t>(i + 1))]);
-    }
-    std::vector<ChunkRef> shuffled;
-    shuffled.reserve(order.size());
-    for (const auto& [first, size] : groups) {
-      shuffled.insert(shuffled.end(), order.begin() + first, order.begin() + first + size);
-    }
-    order = std::move(shuffled);
+    order = std::move(planned);
   }
   std::FILE* rejects = nullptr;
   if (!config.rejects_file.empty() && !stats_pass) {
@@ -978,12 +734,6 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
 }
 
 }  // namespace
-
-Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config,
-                                                     const ReadOptions& options) {
-  if (internal::UsesCache(config)) return internal::OpenWithCache(config, options);
-  return OpenImpl(config, options, /*stats_pass=*/false);
-}
 
 namespace internal {
 Result<std::unique_ptr<BatchReader>> OpenParsingReader(const DataConfig& config,

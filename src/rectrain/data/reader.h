@@ -96,6 +96,10 @@ struct ReadOptions {
   // 3x faster than 8-16 MiB (smaller parsed blocks are reused from the heap instead of
   // touching fresh pages; see docs/data.md).
   int64_t chunk_bytes = 2 << 20;
+  // Added for distributed jobs (data/pass_plan.h): this process reads the units of the pass that
+  // PlanPassUnits gives rank `rank` of `world`. world 1 reads everything.
+  int rank = 0;
+  int world = 1;
 };
 
 struct ReaderStats {
