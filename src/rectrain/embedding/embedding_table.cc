@@ -172,25 +172,43 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
                                   " ids but " + Str(grads.size()) +
                                   " gradient floats; expected ids × dim = " + Str(n * dim_));
     }
+    oov_grad_.assign(dim_, 0.0f);
+    bool touched = false;
+    RECTRAIN_RETURN_IF_ERROR(PushRows(ids, grads, step, compute, oov_grad_, &touched));
+    return touched ? ApplyOovGradient(oov_grad_, step) : OkStatus();
+  }
+
+  Status PushRows(std::span<const uint64_t> ids, std::span<const float> grads, const optim::StepContext& step,
+                  const ComputeContext& compute, std::span<float> oov_grad, bool* oov_touched) override {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (static_cast<int64_t>(grads.size()) != n * dim_ || static_cast<int64_t>(oov_grad.size()) != dim_) {
+      return InvalidArgumentError("embedding table '" + config_.name + "': Push got " + Str(n) +
+                                  " ids but " + Str(grads.size()) + " gradient floats and an OOV gradient of " +
+                                  Str(oov_grad.size()) + "; expected ids × dim = " + Str(n * dim_) + " and dim = " +
+                                  Str(dim_));
+    }
     RECTRAIN_RETURN_IF_ERROR(Partition(ids));
     const ComputeContext cc{n >= kMinIdsForThreads ? compute.num_threads : 1};
     ParallelForEach(cc, config_.num_shards, 1, [&](int, int64_t begin, int64_t end) {
       for (int64_t s = begin; s < end; ++s) PushShard(static_cast<int>(s), ids, grads.data(), step);
     });
-    // Non-admitted ids share the OOV row: their gradients are summed (in shard order, so the
-    // result does not depend on the thread count) and applied as one update per Push.
-    bool any = false;
-    oov_grad_.assign(dim_, 0.0f);
+    // Non-admitted ids share the OOV row: their gradients are summed in shard order, so the
+    // result does not depend on the thread count.
     for (auto& shard : shards_) {
       if (!shard->oov_touched) continue;
-      any = true;
-      for (int d = 0; d < dim_; ++d) oov_grad_[d] += shard->oov_grad[d];
+      *oov_touched = true;
+      for (int d = 0; d < dim_; ++d) oov_grad[d] += shard->oov_grad[d];
     }
-    if (any) {
-      optimizer_->UpdateRow(step, oov_updates_, {oov_.data(), size_t(dim_)},
-                            {oov_.data() + dim_, size_t(width_)}, oov_grad_);
-      if (oov_updates_ < std::numeric_limits<uint32_t>::max()) ++oov_updates_;
+    return OkStatus();
+  }
+
+  Status ApplyOovGradient(std::span<const float> grad, const optim::StepContext& step) override {
+    if (static_cast<int64_t>(grad.size()) != dim_) {
+      return InvalidArgumentError("embedding table '" + config_.name + "': an OOV gradient of " + Str(grad.size()) +
+                                  " floats; expected dim = " + Str(dim_));
     }
+    optimizer_->UpdateRow(step, oov_updates_, {oov_.data(), size_t(dim_)}, {oov_.data() + dim_, size_t(width_)}, grad);
+    if (oov_updates_ < std::numeric_limits<uint32_t>::max()) ++oov_updates_;
     return OkStatus();
   }
 
@@ -208,7 +226,8 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   }
 
   Status Save(const std::string& path) const override;
-  Status Load(const std::string& path) override;
+  using EmbeddingTable::Load;
+  Status Load(const std::string& path, const LoadOptions& options) override;
 
  private:
   int64_t ReserveRowsPerShard(int64_t expected_rows) const {
@@ -514,7 +533,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
 
   // Reads a checkpoint. With apply == false it only validates (every checksum, every count);
   // with apply == true it also replaces the table's contents.
-  Status ReadCheckpoint(const std::string& path, bool apply);
+  Status ReadCheckpoint(const std::string& path, bool apply, const LoadOptions& options);
 
   const EmbeddingTableConfig config_;
   const std::unique_ptr<optim::SparseOptimizer> optimizer_;
@@ -613,7 +632,7 @@ Status ShardedEmbeddingTable::Save(const std::string& path) const {
   return OkStatus();
 }
 
-Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply) {
+Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply, const LoadOptions& options) {
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
   auto data_loss = [&](const std::string& what) {
     return DataLossError("embedding checkpoint " + path + ": " + what);
@@ -667,7 +686,7 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
   RECTRAIN_RETURN_IF_ERROR(r->Read(values.data(), payload, "the OOV row"));
   RECTRAIN_RETURN_IF_ERROR(r->CheckCrc("the OOV row"));
 
-  if (apply) {
+  if (apply && !options.merge) {
     oov_ = values;
     oov_updates_ = oov_updates;
     tick_ = h.tick;
@@ -678,6 +697,8 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
       sh->slab.Reset();
       if (per_shard > 0) sh->index.Reserve(per_shard);
     }
+  } else if (apply) {
+    tick_ = std::max(tick_, h.tick);
   }
   auto read_blocks = [&](uint64_t total, const char* what, auto&& read_record) -> Status {
     uint64_t left = total;
@@ -709,7 +730,7 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
     RECTRAIN_RETURN_IF_ERROR(r->Get(&updates, where.c_str()));
     RECTRAIN_RETURN_IF_ERROR(r->Get(&tick, where.c_str()));
     RECTRAIN_RETURN_IF_ERROR(r->Read(values.data(), payload, where.c_str()));
-    if (!apply) return OkStatus();
+    if (!apply || (options.keep && !options.keep(id))) return OkStatus();
     const uint64_t hash = Mix64(id);
     const int s = ShardOf(hash);
     Shard& sh = *shards_[s];
@@ -725,6 +746,7 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
     RECTRAIN_RETURN_IF_ERROR(r->Get(&p.count, where.c_str()));
     if (p.count == 0) return data_loss(where + ": pending id with a count of 0");
     if (!apply || config_.min_count <= 1) return OkStatus();  // no admission counting here
+    if (options.keep && !options.keep(p.id)) return OkStatus();
     const uint64_t hash = Mix64(p.id);
     const int s = ShardOf(hash);
     Shard& sh = *shards_[s];
@@ -743,20 +765,28 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
   RECTRAIN_RETURN_IF_ERROR(r->ExpectEnd());
   if (apply) {
     for (auto& sh : shards_) sh->admissions = sh->evictions = sh->oov_lookups = sh->pending_resets = 0;
-    admissions_.store(h.admissions);
-    evictions_.store(h.evictions);
-    lookups_.store(h.lookups);
-    oov_lookups_.store(h.oov_lookups);
+    if (!options.merge) {
+      admissions_.store(0);
+      evictions_.store(0);
+      lookups_.store(0);
+      oov_lookups_.store(0);
+    }
+    if (options.counters) {
+      admissions_.fetch_add(h.admissions);
+      evictions_.fetch_add(h.evictions);
+      lookups_.fetch_add(h.lookups);
+      oov_lookups_.fetch_add(h.oov_lookups);
+    }
     RefreshStats();
   }
   return OkStatus();
 }
 
-Status ShardedEmbeddingTable::Load(const std::string& path) {
+Status ShardedEmbeddingTable::Load(const std::string& path, const LoadOptions& options) {
   // Validate the whole file first so that a corrupt checkpoint leaves the table unchanged.
-  RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/false))
+  RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/false, options))
       << "while loading embedding table '" << config_.name << "'";
-  RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/true))
+  RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/true, options))
       << "while loading embedding table '" << config_.name << "'";
   return OkStatus();
 }

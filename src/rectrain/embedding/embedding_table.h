@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,6 +71,18 @@ struct TableStats {
   int64_t pending_resets = 0;   // times a shard dropped its pending counts to stay in budget
 };
 
+// How Load() reads a checkpoint file (a whole table, or one part of a table sharded over ranks).
+struct LoadOptions {
+  // Rows and pending ids to load; empty loads every id (a rank keeps the ids it owns).
+  std::function<bool(uint64_t id)> keep;
+  // false: the file replaces the table's contents (rows, pending ids, OOV row, LRU clock).
+  // true: its rows are added to the table's (loading the parts of a table one after another);
+  // the OOV row stays as loaded by the first, non-merging call and the clock takes the maximum.
+  bool merge = false;
+  // Take the file's cumulative counters (admissions, evictions, lookups); merging adds them.
+  bool counters = true;
+};
+
 class EmbeddingTable {
  public:
   virtual ~EmbeddingTable() = default;
@@ -89,14 +102,28 @@ class EmbeddingTable {
                                     const optim::StepContext& step,
                                     const ComputeContext& compute) = 0;
 
+  // Push for a table sharded over ranks, whose OOV row is replicated on every rank: the rows of
+  // admitted ids are updated, but the OOV row is not; instead the summed gradient of the ids that
+  // read it is added to `oov_grad` (dim floats) and *oov_touched set when there was one. The
+  // caller reduces those over the ranks and calls ApplyOovGradient on every rank. Push() is
+  // PushRows() followed by ApplyOovGradient() when touched.
+  [[nodiscard]] virtual Status PushRows(std::span<const uint64_t> ids, std::span<const float> grads,
+                                        const optim::StepContext& step, const ComputeContext& compute,
+                                        std::span<float> oov_grad, bool* oov_touched) = 0;
+  // One sparse-optimizer update of the OOV row with `grad` (dim floats; InvalidArgument otherwise).
+  [[nodiscard]] virtual Status ApplyOovGradient(std::span<const float> grad, const optim::StepContext& step) = 0;
+
   virtual TableStats Stats() const = 0;
 
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:
   // docs/formats/checkpoint-embedding.md), atomically (temp file + rename) with a checksum.
   [[nodiscard]] virtual Status Save(const std::string& path) const = 0;
-  // Replaces the table's contents with the rows in `path`, whatever shard count wrote it.
+  // Reads the rows in `path` as `options` say, whatever shard count (or rank) wrote them. The whole
+  // file is validated first, so a corrupt one leaves the table unchanged.
   // Errors: NotFound, DataLoss (checksum, truncation), InvalidArgument (dim/optimizer mismatch).
-  [[nodiscard]] virtual Status Load(const std::string& path) = 0;
+  [[nodiscard]] virtual Status Load(const std::string& path, const LoadOptions& options) = 0;
+  // Replaces the table's contents with the rows in `path`.
+  [[nodiscard]] Status Load(const std::string& path) { return Load(path, LoadOptions{}); }
 };
 
 // Creates the in-process sharded hash table. InvalidArgument names the bad config key.

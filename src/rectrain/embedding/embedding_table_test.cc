@@ -677,5 +677,92 @@ TEST(EmbeddingTableTest, ThreadCountDoesNotChangeResults) {
   EXPECT_TRUE(results[0] == results[1]);
 }
 
+// PushRows + ApplyOovGradient is Push: the rows and the OOV row end up bit-identical.
+TEST(EmbeddingTableTest, PushRowsThenOovGradientEqualsPush) {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.min_count = 2;  // first sightings read (and train) the OOV row
+  c.optimizer.type = "adagrad";
+  auto a = MustMake(c), b = MustMake(c);
+  Rng rng(3);
+  for (int step = 0; step < 5; ++step) {
+    const std::vector<uint64_t> ids = RandomBatch(rng, 50, 200);
+    const std::vector<float> g = RandomGrads(rng, ids.size() * 4);
+    PullVec(*a, ids, PullMode::kTrain);
+    PullVec(*b, ids, PullMode::kTrain);
+    PushVec(*a, ids, g, step);
+    std::vector<float> oov(4, 0.0f);
+    bool touched = false;
+    ASSERT_TRUE(b->PushRows(ids, g, {.step = step, .learning_rate = 0.05f}, ComputeContext{1}, oov, &touched).ok());
+    EXPECT_TRUE(touched);
+    ASSERT_TRUE(b->ApplyOovGradient(oov, {.step = step, .learning_rate = 0.05f}).ok());
+  }
+  const std::vector<uint64_t> probe = RandomBatch(rng, 100, 200);
+  EXPECT_EQ(PullVec(*a, probe, PullMode::kEval), PullVec(*b, probe, PullMode::kEval));
+  std::vector<float> wrong(3);
+  EXPECT_EQ(b->ApplyOovGradient(wrong, {}).code(), StatusCode::kInvalidArgument);
+}
+
+// A table saved as parts (each holding the ids one rank owns) loads back whole by merging the
+// parts, and into another number of owners by filtering: rows, OOV row and counters survive.
+TEST(EmbeddingCheckpointTest, PartsMergeAndFilterIntoAnyOwnerCount) {
+  EmbeddingTableConfig c;
+  c.dim = 3;
+  c.min_count = 2;
+  auto whole = MustMake(c);
+  Rng rng(11);
+  std::vector<uint64_t> all;
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<uint64_t> ids = RandomBatch(rng, 80, 300);
+    PullVec(*whole, ids, PullMode::kTrain);
+    PushVec(*whole, ids, RandomGrads(rng, ids.size() * 3), step);
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  const std::string full = TempPath("whole.bin");
+  ASSERT_TRUE(whole->Save(full).ok());
+  // Split into 3 parts by id % 3 (like 3 ranks), each saved on its own.
+  std::vector<std::string> parts;
+  for (int r = 0; r < 3; ++r) {
+    auto t = MustMake(c);
+    LoadOptions o;
+    o.keep = [r](uint64_t id) { return id % 3 == static_cast<uint64_t>(r); };
+    o.counters = r == 0;
+    ASSERT_TRUE(t->Load(full, o).ok());
+    parts.push_back(TempPath("part" + std::to_string(r) + ".bin"));
+    ASSERT_TRUE(t->Save(parts.back()).ok());
+  }
+  // Merged back into one table: every row as before.
+  auto merged = MustMake(c);
+  for (size_t r = 0; r < parts.size(); ++r) {
+    LoadOptions o;
+    o.merge = r > 0;
+    ASSERT_TRUE(merged->Load(parts[r], o).ok());
+  }
+  EXPECT_EQ(merged->Stats().rows, whole->Stats().rows);
+  EXPECT_EQ(merged->Stats().pending_ids, whole->Stats().pending_ids);
+  EXPECT_EQ(merged->Stats().admissions, whole->Stats().admissions);
+  EXPECT_EQ(PullVec(*merged, all, PullMode::kEval), PullVec(*whole, all, PullMode::kEval));
+  // Into 2 owners (id % 2): each keeps only its ids, and together they hold every row.
+  int64_t rows = 0;
+  for (int r = 0; r < 2; ++r) {
+    auto t = MustMake(c);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      LoadOptions o;
+      o.merge = p > 0;
+      o.keep = [r](uint64_t id) { return id % 2 == static_cast<uint64_t>(r); };
+      ASSERT_TRUE(t->Load(parts[p], o).ok());
+    }
+    rows += t->Stats().rows;
+    std::vector<uint64_t> mine;
+    for (uint64_t id : all) {
+      if (id % 2 == static_cast<uint64_t>(r)) mine.push_back(id);
+    }
+    EXPECT_EQ(PullVec(*t, mine, PullMode::kEval), PullVec(*whole, mine, PullMode::kEval)) << r;
+  }
+  EXPECT_EQ(rows, whole->Stats().rows);
+  for (const auto& p : parts) std::filesystem::remove(p);
+  std::filesystem::remove(full);
+}
+
 }  // namespace
 }  // namespace rectrain::embedding

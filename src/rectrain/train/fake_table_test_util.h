@@ -34,13 +34,19 @@ class FakeTable : public embedding::EmbeddingTable {
     pushed_lr = step.learning_rate;
     return OkStatus();
   }
+  Status PushRows(std::span<const uint64_t> ids, std::span<const float> grads, const optim::StepContext& step,
+                  const ComputeContext& compute, std::span<float>, bool*) override {
+    return Push(ids, grads, step, compute);
+  }
+  Status ApplyOovGradient(std::span<const float>, const optim::StepContext&) override { return OkStatus(); }
   embedding::TableStats Stats() const override { return {}; }
   Status Save(const std::string& path) const override {
     std::ofstream out(path);
     out << config_.name << " " << saved_value;
     return out ? OkStatus() : InternalError("cannot write " + path);
   }
-  Status Load(const std::string& path) override {
+  using embedding::EmbeddingTable::Load;
+  Status Load(const std::string& path, const embedding::LoadOptions&) override {
     std::ifstream in(path);
     std::string name;
     if (!(in >> name >> saved_value)) return NotFoundError(path);
