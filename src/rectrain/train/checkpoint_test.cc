@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "rectrain/train/fake_table_test_util.h"
+#include "rectrain/ps/fake_table_test_util.h"
 
 namespace rectrain::train {
 namespace {
@@ -68,7 +68,7 @@ TEST_F(CheckpointTest, DenseErrors) {
 }
 
 TEST_F(CheckpointTest, WriteReadListPrune) {
-  testing::FakeTable t0("C1", 2), t1("C2", 2);
+  ps::testing::FakeTable t0("C1", 2), t1("C2", 2);
   std::vector<embedding::EmbeddingTable*> tables = {&t0, &t1};
   CheckpointMeta meta;
   meta.step = 10;
@@ -106,7 +106,7 @@ TEST_F(CheckpointTest, WriteReadListPrune) {
   EXPECT_EQ(w_, (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(t0.saved_value, 40);
 
-  testing::FakeTable other("C9", 2);
+  ps::testing::FakeTable other("C9", 2);
   std::vector<embedding::EmbeddingTable*> wrong = {&t0, &other};
   EXPECT_EQ(ReadCheckpoint(all.back().second, params_, nullptr, wrong).status().message(),
             all.back().second + ": checkpoint table 1 is 'C2', the model's is 'C9'");

@@ -27,7 +27,7 @@
 #include "rectrain/nn/model_config.h"
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/train/checkpoint.h"
-#include "rectrain/train/lookup.h"
+#include "rectrain/ps/embedding_store.h"
 
 namespace rectrain::train {
 namespace fs = std::filesystem;
@@ -185,7 +185,7 @@ class ValidSet {
 // Forward-only pass over `valid`, accumulating predictions into `acc`.
 // `downsampling` = data.negative_downsampling of the training data: logits are calibrated by
 // data::CalibrateLogit when it is < 1 (validation rows themselves are read with rate 1).
-Status EvaluateInto(ModelBundle& bundle, LookupWorkspace& ws, ValidSet& valid,
+Status EvaluateInto(ModelBundle& bundle, ps::EmbeddingStore& ws, ValidSet& valid,
                     const ComputeContext& compute, MetricAccumulator* acc, double downsampling) {
   acc->Clear();
   std::vector<float> logits, probs;
@@ -301,7 +301,7 @@ class TrainLoop {
   int num_dense_ = 0;
   ModelBundle bundle_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  std::unique_ptr<LookupWorkspace> ws_;
+  std::unique_ptr<ps::EmbeddingStore> ws_;
   std::unique_ptr<ValidSet> valid_;
   MetricAccumulator valid_acc_;
   optim::LrScheduleConfig sparse_schedule_;
@@ -431,7 +431,7 @@ Status TrainLoop::Setup() {
   RECTRAIN_ASSIGN_OR_RETURN(bundle_, BuildModel(c_, sparse_names_, num_dense_));
   RECTRAIN_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(c_.optimizer));
   RECTRAIN_RETURN_IF_ERROR(optimizer_->Init(bundle_.params)) << "while initialising the optimizer";
-  ws_ = std::make_unique<LookupWorkspace>(bundle_.model->spec(), bundle_.tables);
+  ws_ = ps::MakeLocalStore(bundle_.model->spec(), bundle_.tables);
   sparse_schedule_ = c_.SparseLrSchedule();
 
   if (resume_from) {
@@ -985,7 +985,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   RECTRAIN_ASSIGN_OR_RETURN(ModelBundle bundle, BuildModel(c, sparse, num_dense));
   RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables).status())
       << "while loading " << model_dir;
-  LookupWorkspace ws(bundle.model->spec(), bundle.tables);
+  std::unique_ptr<ps::EmbeddingStore> store = ps::MakeLocalStore(bundle.model->spec(), bundle.tables);
   data::EpochOptions eo;
   eo.shuffle = data::ShuffleMode::kOff;
   eo.memory_cache = data::MemoryCacheMode::kOff;  // one pass
@@ -993,7 +993,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
                                                                   "--data", {}));
   ValidSet data(std::move(source));
   MetricAccumulator acc;
-  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, ws, data, compute, &acc, c.data.negative_downsampling)) << "while evaluating";
+  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, *store, data, compute, &acc, c.data.negative_downsampling)) << "while evaluating";
   EvalReport report;
   report.data_source = data_source;
   report.gauc_requested = !dc.schema.group_key.empty();

@@ -1,5 +1,5 @@
-// rectrain/train/fake_table_test_util.h: test-only EmbeddingTable whose rows are a pure function
-// of the id, recording what was pushed. Used by lookup_test and checkpoint_test.
+// rectrain/ps/fake_table_test_util.h: test-only EmbeddingTable whose rows are a pure function
+// of the id, recording what was pushed. Used by the store tests and checkpoint_test.
 #pragma once
 
 #include <fstream>
@@ -8,7 +8,7 @@
 
 #include "rectrain/embedding/embedding_table.h"
 
-namespace rectrain::train::testing {
+namespace rectrain::ps::testing {
 
 class FakeTable : public embedding::EmbeddingTable {
  public:
@@ -65,4 +65,4 @@ class FakeTable : public embedding::EmbeddingTable {
   embedding::EmbeddingTableConfig config_;
 };
 
-}  // namespace rectrain::train::testing
+}  // namespace rectrain::ps::testing
