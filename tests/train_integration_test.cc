@@ -91,7 +91,7 @@ TEST_F(TrainIntegration, DeterministicRunsGiveIdenticalModels) {
   ASSERT_TRUE(ra.ok()) << ra.status();
   auto rb = Run(b, {});
   ASSERT_TRUE(rb.ok()) << rb.status();
-  EXPECT_EQ(ra->status, "completed");
+  EXPECT_EQ(ra->status, train::RunOutcome::kCompleted);
   EXPECT_EQ(ra->steps, 2 * 24);  // 6000 rows / 256 = 23.4 -> 24 batches per epoch
   EXPECT_EQ(ra->rows_read, 12000);
   EXPECT_EQ(ra->epochs, 2);
@@ -144,7 +144,7 @@ TEST_F(TrainIntegration, StopSignalCheckpointsAndResumes) {
   std::atomic<int> stop{SIGTERM};  // already set: stops after the first step
   auto r1 = Run(part, {"train.epochs=1"}, false, &stop);
   ASSERT_TRUE(r1.ok()) << r1.status();
-  EXPECT_EQ(r1->status, "interrupted");
+  EXPECT_EQ(r1->status, train::RunOutcome::kInterrupted);
   EXPECT_EQ(r1->interrupted_by, SIGTERM);
   EXPECT_EQ(r1->steps, 1);
   EXPECT_TRUE(fs::exists(part + "/checkpoints/step-1/meta.json"));
@@ -154,7 +154,7 @@ TEST_F(TrainIntegration, StopSignalCheckpointsAndResumes) {
   EXPECT_EQ(summary["interrupted_by_signal"], SIGTERM);
   auto r2 = Run(part, {"train.epochs=1"}, /*resume=*/true);
   ASSERT_TRUE(r2.ok()) << r2.status();
-  EXPECT_EQ(r2->status, "completed");
+  EXPECT_EQ(r2->status, train::RunOutcome::kCompleted);
   ExpectSameModel(full, part);
 }
 

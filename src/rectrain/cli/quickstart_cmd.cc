@@ -107,7 +107,7 @@ int RunQuickstart(const std::vector<std::string>& args) {
   auto summary = train::Train(*loaded, options);
   if (!summary.ok()) return ReportError(kCmd, summary.status());
   const train::TrainSummary& s = *summary;
-  if (s.status == "interrupted") {
+  if (s.status == train::RunOutcome::kInterrupted) {
     std::fprintf(stderr, "rectrain quickstart: interrupted\n");
     return SignalExitCode(s.interrupted_by);
   }

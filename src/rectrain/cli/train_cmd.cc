@@ -204,7 +204,7 @@ int RunTrain(const std::vector<std::string>& args) {
     return code;
   }
   const train::TrainSummary& s = *summary;
-  if (s.status == "interrupted") {
+  if (s.status == train::RunOutcome::kInterrupted) {
     const char* name = s.interrupted_by == SIGTERM ? "SIGTERM" : s.interrupted_by == SIGINT ? "SIGINT" : "a signal";
     std::fprintf(stderr,
                  "rectrain train: interrupted by %s at step %lld; checkpoint saved in %s\n"
@@ -212,7 +212,7 @@ int RunTrain(const std::vector<std::string>& args) {
                  name, static_cast<long long>(s.steps), s.last_checkpoint.c_str(), run_dir.c_str());
     return SignalExitCode(s.interrupted_by > 0 ? s.interrupted_by : SIGINT);
   }
-  std::printf("run: %s (%s, %lld steps, %.0f samples/s)\n", run_dir.c_str(), s.status.c_str(),
+  std::printf("run: %s (%s, %lld steps, %.0f samples/s)\n", run_dir.c_str(), train::RunOutcomeName(s.status),
               static_cast<long long>(s.steps), s.samples_per_sec);
   if (s.has_valid) {
     std::printf("valid: auc %.5f  logloss %.5f", s.valid.auc, s.valid.logloss);

@@ -267,6 +267,16 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
     }
   }
 
+  // dist.* (docs/scaling.md)
+  const std::string dist_mode = b.String("dist.mode", "sync", {"sync", "async"});
+  c.dist.mode = dist_mode == "async" ? DistMode::kAsync : DistMode::kSync;
+  if (c.dist.mode == DistMode::kAsync) {
+    b.AddError("dist.mode", "async (the asynchronous parameter-server mode) is not implemented yet; use sync");
+  }
+  const std::string split = b.String("dist.data_split", "auto", {"auto", "shards", "batches"});
+  c.dist.data_split = split == "shards" ? DataSplit::kShards : split == "batches" ? DataSplit::kBatches : DataSplit::kAuto;
+  c.dist.timeout_s = b.Double("dist.timeout_s", 300.0, Range{0, 1e6, true, false});
+
   // Cross-key consistency.
   if (c.train_files.empty()) {
     b.AddError("data.train", "is required: a file, a glob or a list of them (e.g. --set data.train=train.tsv)");
@@ -289,6 +299,15 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
     b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
   }
   return c;
+}
+
+const char* DataSplitName(DataSplit split) {
+  switch (split) {
+    case DataSplit::kAuto: return "auto";
+    case DataSplit::kShards: return "shards";
+    case DataSplit::kBatches: return "batches";
+  }
+  return "?";
 }
 
 Result<LoadedConfig> LoadTrainConfigFromString(std::string_view text, const std::string& source,

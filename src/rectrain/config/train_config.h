@@ -70,6 +70,20 @@ struct MonitoringSettings {
   int port = 0;                     // 0 = an ephemeral port, printed at start
 };
 
+// dist.*: how a job of several ranks (mpirun/srun; docs/scaling.md) trains. A single process
+// ignores it.
+enum class DistMode : uint8_t { kSync, kAsync };
+// How the ranks share the data: shards = each reads its units of every pass (text chunks,
+// Parquet row groups, cache blocks; data/pass_plan.h); batches = each reads the whole pass and
+// trains on its slice of every global batch, so the model does not depend on the rank count.
+enum class DataSplit : uint8_t { kAuto, kShards, kBatches };
+struct DistSettings {
+  DistMode mode = DistMode::kSync;
+  DataSplit data_split = DataSplit::kAuto;  // auto: batches with deterministic: true, else shards
+  double timeout_s = 300;                   // a peer silent this long fails the job, naming it
+};
+const char* DataSplitName(DataSplit split);
+
 struct TrainConfig {
   uint64_t seed = 42;
   bool deterministic = false;
@@ -90,6 +104,13 @@ struct TrainConfig {
   TrackingSettings tracking;
   MonitoringSettings monitoring;
   data::DataChecks checks;               // checks.*: thresholds of `rectrain data check`
+  DistSettings dist;                     // dist.*
+
+  // dist.data_split with auto resolved.
+  DataSplit ResolvedDataSplit() const {
+    if (dist.data_split != DataSplit::kAuto) return dist.data_split;
+    return deterministic ? DataSplit::kBatches : DataSplit::kShards;
+  }
 
   // The schedule of the sparse learning rate: optimizer.* warm-up and decay applied to
   // embedding.optimizer.lr (min_lr scaled by the same ratio).

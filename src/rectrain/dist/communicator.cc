@@ -293,4 +293,18 @@ void Communicator::Abort(int exit_code) {
   if (transport_) transport_->Abort(exit_code);
 }
 
+Status AgreeOk(Communicator& comm, const Status& mine) {
+  if (comm.world() == 1) return mine;
+  std::vector<int64_t> first = {mine.ok() ? comm.world() : comm.rank()};
+  RECTRAIN_RETURN_IF_ERROR(comm.AllReduce(std::span<int64_t>(first), ReduceOp::kMin));
+  const int failed = static_cast<int>(first[0]);
+  if (failed == comm.world()) return OkStatus();
+  std::vector<int64_t> code = {static_cast<int64_t>(mine.code())};
+  std::string message = mine.message();
+  RECTRAIN_RETURN_IF_ERROR(comm.Broadcast(std::span<int64_t>(code), failed));
+  RECTRAIN_RETURN_IF_ERROR(comm.BroadcastString(&message, failed));
+  if (failed == comm.rank()) return mine;
+  return Status(static_cast<StatusCode>(code[0]), "rank " + std::to_string(failed) + ": " + message);
+}
+
 }  // namespace rectrain::dist

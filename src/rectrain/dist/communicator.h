@@ -188,4 +188,10 @@ class Communicator {
   std::vector<int64_t> counts_scratch_;
 };
 
+// Every rank passes its own outcome of a phase (setup, a checkpoint write, ...). Returns OK on
+// every rank when all are OK; otherwise every rank returns the lowest failing rank's status
+// (the failing rank its own; the others with "rank r: " in front, so each process's error
+// says where the job went wrong). A communicator error is returned as such.
+[[nodiscard]] Status AgreeOk(Communicator& comm, const Status& mine);
+
 }  // namespace rectrain::dist

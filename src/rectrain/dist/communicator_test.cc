@@ -244,5 +244,20 @@ TEST(Communicator, AbortReachesEveryPeer) {
   }
 }
 
+TEST(Communicator, AgreeOkCarriesTheFirstFailure) {
+  std::vector<Status> s = RunRanks(4, [](Communicator& comm) -> Status {
+    RECTRAIN_RETURN_IF_ERROR(AgreeOk(comm, OkStatus()));
+    const Status mine = comm.rank() == 2   ? NotFoundError("data.train: no such file x.tsv")
+                        : comm.rank() == 3 ? InternalError("later failure")
+                                           : OkStatus();
+    return AgreeOk(comm, mine);
+  });
+  EXPECT_EQ(s[2], NotFoundError("data.train: no such file x.tsv"));
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(s[r].code(), StatusCode::kNotFound) << s[r];
+    EXPECT_EQ(s[r].message(), "rank 2: data.train: no such file x.tsv");
+  }
+}
+
 }  // namespace
 }  // namespace rectrain::dist

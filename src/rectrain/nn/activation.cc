@@ -53,7 +53,8 @@ void Dropout::Apply(ConstMatrixView in, MatrixView out, int64_t r0, int64_t r1) 
       std::memcpy(dst, src, sizeof(float) * features_);
       continue;
     }
-    const uint64_t base = stream_ + static_cast<uint64_t>(r * features_);
+    // Keyed by the row's index in the global batch, so a rank's slice draws the same masks.
+    const uint64_t base = stream_ + static_cast<uint64_t>((row_offset_ + r) * features_);
     for (int64_t c = 0; c < features_; ++c) {
       const bool keep = Mix64(base + static_cast<uint64_t>(c)) >= threshold_;
       dst[c] = keep ? src[c] * scale_ : 0.0f;
@@ -65,6 +66,7 @@ Status Dropout::Forward(ConstMatrixView x, MatrixView y, const LayerContext& ctx
   RECTRAIN_RETURN_IF_ERROR(CheckForwardShapes(*this, x, y));
   last_training_ = ctx.training;
   stream_ = DeriveSeed(ctx.seed, HashBytes(name_, 0));
+  row_offset_ = ctx.row_offset;
   internal::ForRows(ctx.compute, x.rows, features_,
                     [&](int64_t r0, int64_t r1) { Apply(x, y, r0, r1); });
   return OkStatus();

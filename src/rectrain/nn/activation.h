@@ -57,6 +57,7 @@ class Dropout final : public Layer {
   uint64_t threshold_;     // keep iff hash >= threshold_
   float scale_;            // 1 / (1 - rate)
   uint64_t stream_ = 0;    // of the last Forward
+  int64_t row_offset_ = 0; // of the last Forward (LayerContext::row_offset)
   bool last_training_ = false;
 };
 

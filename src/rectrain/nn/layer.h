@@ -60,6 +60,7 @@ struct LayerContext {
   bool training = false;  // enables dropout
   uint64_t seed = 0;      // per-step seed (ForwardInput::seed); layers derive their own stream
   GemmPrecision precision = GemmPrecision::kFp32;  // Backward must get Forward's value
+  int64_t row_offset = 0;  // global index of row 0 (ForwardInput::row_offset): dropout masks
 };
 
 class Layer {

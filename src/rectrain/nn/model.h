@@ -60,6 +60,10 @@ struct ForwardInput {
   std::span<const FieldIndices> fields;      // one per ModelSpec::fields
   uint64_t seed = 0;  // per-step randomness (dropout): DeriveSeed(run seed, step) — never
                       // hidden state, so a resumed run draws the same masks
+  // The index of row 0 in the step's global batch (a rank's slice of it starts there). Dropout
+  // masks are drawn per (seed, global row), so a batch split over ranks draws the masks the
+  // whole batch would draw in one process.
+  int64_t row_offset = 0;
 };
 
 class Model {

@@ -80,7 +80,7 @@ class ComposedModel final : public Model {
                                   " floats, expected batch_size x num_dense = " +
                                   std::to_string(batch) + " x " + std::to_string(num_dense_));
     }
-    ctx_ = LayerContext{compute, training, input.seed, precision_};
+    ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
     batch_ = -1;  // invalid until this Forward succeeds
     const int64_t width = emb_width_ + num_dense_;
     x0_.Resize(batch, width);

@@ -12,6 +12,7 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/io/file.h"
+#include "rectrain/ps/embedding_store.h"
 
 namespace rectrain::train {
 namespace fs = std::filesystem;
@@ -167,25 +168,28 @@ Status ReadDenseFile(const std::string& path, std::span<const optim::ParamRef> p
   return OkStatus();
 }
 
-Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
-                       std::span<const optim::ParamRef> params, optim::Optimizer* optimizer,
-                       std::span<embedding::EmbeddingTable* const> tables) {
-  const std::string tmp = dir + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(fs::path(tmp) / "tables", ec) && ec) {
-    return FsError(ec, "cannot create checkpoint directory " + tmp);
-  }
+namespace {
+
+std::string TableFile(const std::string& name, int rank, int world) {
+  if (world <= 1) return "tables/" + name + ".bin";
+  return "tables/" + name + ".part-" + std::to_string(rank) + "-of-" + std::to_string(world) + ".bin";
+}
+
+// Rank 0's part of a checkpoint: dense.bin and meta.json (the files of every rank's parts named).
+Status WriteDenseAndMeta(const std::string& tmp, const CheckpointMeta& meta, std::span<const optim::ParamRef> params,
+                         optim::Optimizer* optimizer, std::span<embedding::EmbeddingTable* const> tables,
+                         int world, const std::vector<int64_t>& rows_per_table) {
   std::vector<std::span<float>> state;
   if (optimizer != nullptr) state = optimizer->State();
   RECTRAIN_RETURN_IF_ERROR(WriteDenseFile(tmp + "/dense.bin", params, state));
   nlohmann::json tables_json = nlohmann::json::array();
   for (size_t t = 0; t < tables.size(); ++t) {
     const std::string& name = tables[t]->config().name;
-    const std::string rel = "tables/" + name + ".bin";
-    RECTRAIN_RETURN_IF_ERROR(tables[t]->Save(tmp + "/" + rel)) << "while saving table " << name;
-    const embedding::TableStats stats = tables[t]->Stats();
-    tables_json.push_back({{"name", name}, {"file", rel}, {"rows", stats.rows}, {"dim", tables[t]->dim()}});
+    nlohmann::json files = nlohmann::json::array();
+    for (int r = 0; r < world; ++r) files.push_back(TableFile(name, r, world));
+    nlohmann::json tj = {{"name", name}, {"files", files}, {"rows", rows_per_table[t]}, {"dim", tables[t]->dim()}};
+    if (world == 1) tj["file"] = TableFile(name, 0, 1);  // what version-1 readers look for
+    tables_json.push_back(tj);
   }
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j = {
@@ -203,18 +207,63 @@ Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
       {"last_eval_step", meta.last_eval_step},
       {"config_hash", Hex(meta.config_hash)},
       {"model_type", meta.model_type},
+      {"world", world},
       {"dense", {{"file", "dense.bin"}, {"params", params.size()}, {"optimizer_state", state.size()}}},
       {"tables", tables_json},
       {"created_unix", static_cast<int64_t>(std::time(nullptr))},
   };
-  RECTRAIN_RETURN_IF_ERROR(WriteString(tmp + "/meta.json", j.dump(2) + "\n"));
-  if (fs::exists(dir, ec)) {
-    fs::remove_all(dir, ec);
-    if (ec) return FsError(ec, "cannot replace " + dir);
+  if (!meta.data_split.empty()) j["data_split"] = meta.data_split;
+  if (!meta.rank_rows_in_epoch.empty()) j["rank_rows_in_epoch"] = meta.rank_rows_in_epoch;
+  return WriteString(tmp + "/meta.json", j.dump(2) + "\n");
+}
+
+}  // namespace
+
+Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
+                       std::span<const optim::ParamRef> params, optim::Optimizer* optimizer,
+                       std::span<embedding::EmbeddingTable* const> tables, dist::Communicator* comm) {
+  std::unique_ptr<dist::Communicator> single;
+  if (comm == nullptr) {
+    single = dist::Communicator::Single();
+    comm = single.get();
   }
-  fs::rename(tmp, dir, ec);
-  if (ec) return FsError(ec, "cannot rename " + tmp + " to " + dir);
-  return OkStatus();
+  const int rank = comm->rank(), world = comm->world();
+  const std::string tmp = dir + ".tmp";
+  std::error_code ec;
+  // 1. Rank 0 makes a fresh temporary directory.
+  Status made;
+  if (rank == 0) {
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directories(fs::path(tmp) / "tables", ec) && ec) made = FsError(ec, "cannot create checkpoint directory " + tmp);
+  }
+  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, made));
+  // 2. Every rank writes its table parts (in parallel), rank 0 also the dense file and meta.json.
+  Status wrote;
+  for (size_t t = 0; t < tables.size() && wrote.ok(); ++t) {
+    const std::string& name = tables[t]->config().name;
+    wrote = tables[t]->Save(tmp + "/" + TableFile(name, rank, world));
+    if (!wrote.ok()) wrote = wrote.WithContext("while saving table " + name);
+  }
+  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, wrote));
+  std::vector<int64_t> rows(tables.size());
+  for (size_t t = 0; t < tables.size(); ++t) rows[t] = tables[t]->Stats().rows;
+  RECTRAIN_RETURN_IF_ERROR(comm->AllReduce(std::span<int64_t>(rows), dist::ReduceOp::kSum));
+  Status described;
+  if (rank == 0) described = WriteDenseAndMeta(tmp, meta, params, optimizer, tables, world, rows);
+  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, described));
+  // 3. Rank 0 publishes it under its final name.
+  Status published;
+  if (rank == 0) {
+    if (fs::exists(dir, ec)) {
+      fs::remove_all(dir, ec);
+      if (ec) published = FsError(ec, "cannot replace " + dir);
+    }
+    if (published.ok()) {
+      fs::rename(tmp, dir, ec);
+      if (ec) published = FsError(ec, "cannot rename " + tmp + " to " + dir);
+    }
+  }
+  return dist::AgreeOk(*comm, published);
 }
 
 Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
@@ -246,7 +295,25 @@ Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
     m.last_eval_step = j.at("last_eval_step").get<int64_t>();
     m.config_hash = std::stoull(j.at("config_hash").get<std::string>(), nullptr, 16);
     m.model_type = j.at("model_type").get<std::string>();
-    for (const auto& t : j.at("tables")) m.tables.push_back(t.at("name").get<std::string>());
+    m.world = j.value("world", 1);
+    if (m.world < 1) return DataLossError(path + ": world " + std::to_string(m.world) + " is not a number of ranks");
+    for (const auto& t : j.at("tables")) {
+      const std::string name = t.at("name").get<std::string>();
+      m.tables.push_back(name);
+      std::vector<std::string> files;
+      if (t.contains("files")) {
+        for (const auto& f : t.at("files")) files.push_back(f.get<std::string>());
+      } else {
+        files.push_back(t.value("file", "tables/" + name + ".bin"));
+      }
+      if (static_cast<int>(files.size()) != m.world) {
+        return DataLossError(path + ": table " + name + " lists " + std::to_string(files.size()) + " files for " +
+                             std::to_string(m.world) + " ranks");
+      }
+      m.table_files.push_back(std::move(files));
+    }
+    m.data_split = j.value("data_split", "");
+    if (j.contains("rank_rows_in_epoch")) m.rank_rows_in_epoch = j.at("rank_rows_in_epoch").get<std::vector<int64_t>>();
   } catch (const std::exception& e) {
     return DataLossError(path + ": malformed checkpoint metadata: " + e.what());
   }
@@ -256,7 +323,10 @@ Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
 Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
                                       std::span<const optim::ParamRef> params,
                                       optim::Optimizer* optimizer,
-                                      std::span<embedding::EmbeddingTable* const> tables) {
+                                      std::span<embedding::EmbeddingTable* const> tables,
+                                      dist::Communicator* comm) {
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const int world = comm != nullptr ? comm->world() : 1;
   RECTRAIN_ASSIGN_OR_RETURN(CheckpointMeta meta, ReadCheckpointMeta(dir));
   if (meta.tables.size() != tables.size()) {
     return InvalidArgumentError(dir + ": checkpoint has " + std::to_string(meta.tables.size()) +
@@ -274,8 +344,16 @@ Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
   if (optimizer != nullptr) state = optimizer->State();
   RECTRAIN_RETURN_IF_ERROR(ReadDenseFile(dir + "/dense.bin", params, state));
   for (size_t t = 0; t < tables.size(); ++t) {
-    RECTRAIN_RETURN_IF_ERROR(tables[t]->Load(dir + "/tables/" + meta.tables[t] + ".bin"))
-        << "while loading table " << meta.tables[t];
+    // Every part (one per rank that wrote it); each rank keeps the ids it owns now. The
+    // cumulative counters are taken once, by rank 0, so the job's totals stay right.
+    const std::vector<std::string>& files = meta.table_files[t];
+    for (size_t p = 0; p < files.size(); ++p) {
+      embedding::LoadOptions o;
+      o.merge = p > 0;
+      o.counters = rank == 0;
+      if (world > 1) o.keep = [rank, world](uint64_t id) { return ps::OwnerRank(id, world) == rank; };
+      RECTRAIN_RETURN_IF_ERROR(tables[t]->Load(dir + "/" + files[p], o)) << "while loading table " << meta.tables[t];
+    }
   }
   return meta;
 }

@@ -4,7 +4,13 @@
 // A checkpoint is a directory:
 //   meta.json          step, epoch, rows consumed in the epoch, early-stopping state, config hash
 //   dense.bin          every dense parameter (by name) + the dense optimizer's state, checksummed
-//   tables/<name>.bin  one per embedding table, written by EmbeddingTable::Save
+//   tables/<name>.bin  one per embedding table, written by EmbeddingTable::Save; a job of W > 1
+//                      ranks writes tables/<name>.part-<r>-of-<W>.bin instead, each rank the
+//                      rows it owns, all in parallel
+// Rows are stored by id, so a checkpoint reloads into any number of ranks: every rank reads
+// every part and keeps the ids it owns (ps::OwnerRank). In a job the run directory must be on a
+// filesystem every rank sees (NFS, Lustre, ...); rank 0 writes meta.json and dense.bin (the
+// dense parameters are identical everywhere).
 // It is written into "<dir>.tmp" and renamed onto <dir> only when complete, so a crash never
 // leaves a half-written checkpoint under its final name. The final model (RUN_DIR/model/) has
 // the same layout.
@@ -22,6 +28,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
+#include "rectrain/dist/communicator.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/optim/optimizer.h"
 
@@ -43,6 +50,14 @@ struct CheckpointMeta {
   uint64_t config_hash = 0;
   std::string model_type;
   std::vector<std::string> tables;  // table names, in model order
+  // Written by a job of `world` ranks (1: one process). The files of each table, relative to the
+  // checkpoint directory (one, or one per rank).
+  int world = 1;
+  std::vector<std::vector<std::string>> table_files;
+  // dist.data_split of the job ("shards" or "batches"; "" for one process) and, for shards, each
+  // rank's rows of the epoch already consumed (rows_in_epoch is their sum).
+  std::string data_split;
+  std::vector<int64_t> rank_rows_in_epoch;
 };
 
 // dense.bin: params (names and sizes must match on read) then optimizer state spans.
@@ -56,21 +71,26 @@ struct CheckpointMeta {
                                    std::span<const std::span<float>> optimizer_state);
 
 // Writes a checkpoint directory atomically (see top comment), replacing an existing `dir`.
-// `optimizer` may be null, which writes an empty optimizer state.
+// `optimizer` may be null, which writes an empty optimizer state. `comm` (null: one process)
+// makes every rank of the job call it together: each writes its table parts, and the directory
+// appears only once every rank has succeeded (the first failure is returned on every rank).
 [[nodiscard]] Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
                                      std::span<const optim::ParamRef> params,
                                      optim::Optimizer* optimizer,
-                                     std::span<embedding::EmbeddingTable* const> tables);
+                                     std::span<embedding::EmbeddingTable* const> tables,
+                                     dist::Communicator* comm = nullptr);
 
 // Reads meta.json only. NotFound / DataLoss (unparsable) / InvalidArgument (newer version).
 Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
 
 // Restores params, the optimizer state (skipped when `optimizer` is null) and every table.
-// The table names must match meta.tables (InvalidArgument otherwise).
+// The table names must match meta.tables (InvalidArgument otherwise). With `comm` of world > 1
+// each rank loads the rows it owns from every part (whatever number of ranks wrote them).
 Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
                                       std::span<const optim::ParamRef> params,
                                       optim::Optimizer* optimizer,
-                                      std::span<embedding::EmbeddingTable* const> tables);
+                                      std::span<embedding::EmbeddingTable* const> tables,
+                                      dist::Communicator* comm = nullptr);
 
 // Complete checkpoints ("step-<N>" directories with a meta.json) under `checkpoints_dir`,
 // sorted by N ascending. A missing directory is an empty list.

@@ -26,6 +26,28 @@ struct TableSummary {
   int64_t oov_lookups = 0;
 };
 
+struct PhaseSeconds {
+  double data_wait = 0;
+  double lookup = 0;
+  double forward = 0;
+  double backward = 0;
+  double sparse_update = 0;
+  double dense_update = 0;
+  double exchange = 0;   // a job: the embedding store's collectives (out of lookup/sparse_update)
+  double allreduce = 0;  // a job: the dense-gradient AllReduce
+};
+
+// One rank's figures of this session (a job's summary lists every rank's).
+struct RankFigures {
+  int rank = 0;
+  int64_t rows = 0;           // training rows this rank trained on
+  int64_t ids_owned = 0;      // embedding rows resident on this rank (all tables)
+  int64_t ids_served = 0;     // unique ids it served as an owner
+  int64_t bytes_sent = 0;     // by its communicator
+  int64_t bytes_received = 0;
+  PhaseSeconds breakdown;
+};
+
 // A snapshot of the training loop, taken after a step.
 struct ProgressInfo {
   int64_t step = 0;                  // global steps completed
@@ -39,7 +61,8 @@ struct ProgressInfo {
   double data_wait_seconds = 0;      // this session's time blocked on the reader, cumulative
   int64_t queue_depth = 0;           // batches ready in the reader's prefetch queue now
   double train_seconds = 0;          // this session's training-loop time, cumulative
-  std::vector<TableSummary> tables;  // embedding table counters
+  std::vector<TableSummary> tables;  // embedding table counters (summed over a job's ranks)
+  std::vector<RankFigures> ranks;    // a job: every rank's figures as of the last log line
   bool log_line = false;             // true at train.log_every_steps (a log line was written)
 };
 

@@ -389,15 +389,15 @@ void RunRecorder::Finish(const TrainSummary& summary) {
             "artifact");
     }
   }
-  const std::string& st = summary.status;
-  if (st == "interrupted") {
+  const RunOutcome st = summary.status;
+  if (st == RunOutcome::kInterrupted) {
     const int sig = summary.interrupted_by;
     const char* name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal";
     End(track::RunStatus::kStopped,
         std::string("interrupted by ") + name + " at step " + std::to_string(summary.steps));
-  } else if (st == "failed") {
+  } else if (st == RunOutcome::kFailed) {
     End(track::RunStatus::kFailed, summary.error);
-  } else if (st == "early_stopped") {
+  } else if (st == RunOutcome::kEarlyStopped) {
     End(track::RunStatus::kFinished, "early stopped at step " + std::to_string(summary.steps));
   } else {
     End(track::RunStatus::kFinished, "");

@@ -89,7 +89,7 @@ TEST_F(RunRecorderTest, RecordsAFinishedRun) {
   (*rec)->OnEval(20, e);
   (*rec)->OnCheckpoint(20, (dir_ / "run/checkpoints/step-20").string());
   TrainSummary s;
-  s.status = "completed";
+  s.status = RunOutcome::kCompleted;
   s.steps = 20;
   s.samples_per_sec = 1500;
   s.has_valid = true;
@@ -149,7 +149,7 @@ TEST_F(RunRecorderTest, StoppedFailedAndAbandonedRuns) {
   auto stopped = RunRecorder::Start(Opts(nullptr), info, {});
   ASSERT_TRUE(stopped.ok());
   TrainSummary s;
-  s.status = "interrupted";
+  s.status = RunOutcome::kInterrupted;
   s.interrupted_by = SIGTERM;
   s.steps = 7;
   (*stopped)->Finish(s);

@@ -1,13 +1,13 @@
 #include "rectrain/train/trainer.h"
 
 #include <omp.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,127 +20,42 @@
 #include "rectrain/data/cache.h"
 #include "rectrain/data/epoch_source.h"
 #include "rectrain/data/generator.h"
+#include "rectrain/data/pass_plan.h"
 #include "rectrain/data/reader.h"
-#include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
-#include "rectrain/nn/loss.h"
-#include "rectrain/nn/model_config.h"
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/train/checkpoint.h"
-#include "rectrain/ps/embedding_store.h"
+#include "rectrain/train/internal/evaluator.h"
+#include "rectrain/train/internal/job.h"
+#include "rectrain/train/internal/model_bundle.h"
+#include "rectrain/train/internal/run_log.h"
+#include "rectrain/train/internal/step_runner.h"
 
 namespace rectrain::train {
 namespace fs = std::filesystem;
+using internal::Fixed;
+using internal::FormatCount;
+using internal::FormatDuration;
+
+const char* RunOutcomeName(RunOutcome outcome) {
+  switch (outcome) {
+    case RunOutcome::kCompleted: return "completed";
+    case RunOutcome::kEarlyStopped: return "early_stopped";
+    case RunOutcome::kInterrupted: return "interrupted";
+    case RunOutcome::kFailed: return "failed";
+  }
+  return "?";
+}
+
 namespace {
+
+// Differs between two builds of rectrain (the ranks of a job must run one binary).
+constexpr const char* kBuildStamp = __DATE__ " " __TIME__;
 
 template <typename T>
 Result<T> WithContext(Result<T> r, const std::string& context) {
   if (r.ok()) return r;
   return r.status().WithContext(context);
-}
-
-int64_t PeakRssBytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
-}
-
-std::string FormatCount(double v) {
-  char buf[32];
-  if (v >= 1e9) {
-    std::snprintf(buf, sizeof(buf), "%.2fG", v / 1e9);
-  } else if (v >= 1e6) {
-    std::snprintf(buf, sizeof(buf), "%.2fM", v / 1e6);
-  } else if (v >= 1e4) {
-    std::snprintf(buf, sizeof(buf), "%.1fk", v / 1e3);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.0f", v);
-  }
-  return buf;
-}
-
-std::string FormatDuration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  char buf[32];
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(s / 3600),
-                  static_cast<long long>((s / 60) % 60));
-  } else if (s >= 60) {
-    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(s / 60),
-                  static_cast<long long>(s % 60));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%llds", static_cast<long long>(s));
-  }
-  return buf;
-}
-
-std::string Fixed(double v, int digits) {
-  if (std::isnan(v)) return "nan";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
-
-// train.log always; stderr as plain lines, or a progress bar that log lines print above.
-class RunLogger {
- public:
-  RunLogger(const std::string& path, bool echo, bool bar) : echo_(echo), bar_(bar && echo) {
-    file_.open(path, std::ios::app);
-  }
-  ~RunLogger() { EndBar(); }
-  bool bar() const { return bar_; }
-
-  void Log(const std::string& line) {
-    if (file_) file_ << line << "\n" << std::flush;
-    if (!echo_) return;
-    if (bar_ && !bar_text_.empty()) {
-      std::fprintf(stderr, "\r\033[K%s\n%s", line.c_str(), bar_text_.c_str());
-    } else {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    std::fflush(stderr);
-  }
-  void Bar(const std::string& text) {
-    if (!bar_) return;
-    bar_text_ = text;
-    std::fprintf(stderr, "\r\033[K%s", text.c_str());
-    std::fflush(stderr);
-  }
-  void EndBar() {
-    if (bar_ && !bar_text_.empty()) {
-      std::fprintf(stderr, "\r\033[K");
-      std::fflush(stderr);
-      bar_text_.clear();
-    }
-  }
-
- private:
-  std::ofstream file_;
-  bool echo_;
-  bool bar_;
-  std::string bar_text_;
-};
-
-// The model and its tables, built from the config and the reader's field names.
-struct ModelBundle {
-  std::unique_ptr<nn::Model> model;
-  std::vector<std::unique_ptr<embedding::EmbeddingTable>> owned_tables;
-  std::vector<embedding::EmbeddingTable*> tables;
-  std::vector<optim::ParamRef> params;
-};
-
-Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<std::string>& sparse,
-                               int num_dense) {
-  ModelBundle b;
-  RECTRAIN_ASSIGN_OR_RETURN(b.model, nn::MakeModel(c.model, sparse, num_dense, c.embedding));
-  for (const auto& tc : b.model->spec().tables) {
-    RECTRAIN_ASSIGN_OR_RETURN(auto table, embedding::MakeEmbeddingTable(tc));
-    b.tables.push_back(table.get());
-    b.owned_tables.push_back(std::move(table));
-  }
-  b.params = b.model->Params();
-  return b;
 }
 
 // A train.log line saying which sample cache a split reads (data/cache.h), when data.cache is on.
@@ -156,66 +71,6 @@ std::string CacheLine(const std::string& split, const data::DataConfig& d) {
   return split + ": no sample cache matches (data.cache: " + d.cache + "); parsing the files" +
          (d.cache == "build" ? " (the cache is written on the first pass)"
                              : " (`rectrain data cache CONFIG` builds one)");
-}
-
-// The validation split, read in file order on every evaluation: from memory once the first
-// evaluation has filled the memory cache (data::EpochSource, data.memory_cache), else from the
-// files.
-class ValidSet {
- public:
-  explicit ValidSet(std::unique_ptr<data::EpochSource> source) : source_(std::move(source)) {}
-
-  // Calls fn(batch) for every batch in file order.
-  template <typename Fn>
-  Status ForEach(Fn&& fn) {
-    RECTRAIN_ASSIGN_OR_RETURN(auto reader, source_->Open(/*epoch=*/0, /*skip_rows=*/0));
-    while (true) {
-      RECTRAIN_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, reader->Next());
-      if (!batch) break;
-      RECTRAIN_RETURN_IF_ERROR(fn(*batch));
-      reader->Recycle(std::move(*batch));
-    }
-    return OkStatus();
-  }
-
- private:
-  std::unique_ptr<data::EpochSource> source_;
-};
-
-// Forward-only pass over `valid`, accumulating predictions into `acc`.
-// `downsampling` = data.negative_downsampling of the training data: logits are calibrated by
-// data::CalibrateLogit when it is < 1 (validation rows themselves are read with rate 1).
-Status EvaluateInto(ModelBundle& bundle, ps::EmbeddingStore& ws, ValidSet& valid,
-                    const ComputeContext& compute, MetricAccumulator* acc, double downsampling) {
-  acc->Clear();
-  std::vector<float> logits, probs;
-  return valid.ForEach([&](const data::Batch& batch) -> Status {
-    RECTRAIN_RETURN_IF_ERROR(ws.Lookup(batch, embedding::PullMode::kEval, compute));
-    logits.resize(batch.size);
-    probs.resize(batch.size);
-    nn::ForwardInput in{.batch_size = batch.size,
-                        .dense = batch.dense,
-                        .tables = ws.pulled(),
-                        .fields = ws.fields(),
-                        .seed = 0};
-    RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits, compute));
-    if (downsampling < 1.0) {
-      for (float& l : logits) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
-    }
-    nn::SigmoidCrossEntropy(logits, batch.labels, {}, probs, compute);
-    acc->Add(probs, batch.labels, batch.group_keys);
-    return OkStatus();
-  });
-}
-
-std::vector<TableSummary> SummarizeTables(const ModelBundle& b) {
-  std::vector<TableSummary> out;
-  for (const auto* t : b.tables) {
-    const embedding::TableStats s = t->Stats();
-    out.push_back({t->config().name, t->dim(), s.rows, s.bytes, s.admissions, s.evictions,
-                   s.lookups, s.oov_lookups});
-  }
-  return out;
 }
 
 // Hard-links (or copies) every file of checkpoint `src` into a fresh `dst` atomically: the
@@ -272,52 +127,74 @@ nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlo
 
 class TrainLoop {
  public:
-  TrainLoop(const config::LoadedConfig& config, const TrainerOptions& options)
-      : lc_(config), c_(config.config), opt_(options) {}
+  TrainLoop(const config::LoadedConfig& config, const TrainerOptions& options, dist::Communicator* comm)
+      : lc_(config), c_(config.config), opt_(options) {
+    job_.comm = comm;
+    job_.split = c_.ResolvedDataSplit() == config::DataSplit::kBatches ? config::DataSplit::kBatches
+                                                                       : config::DataSplit::kShards;
+  }
 
   Result<TrainSummary> Run();
 
  private:
-  Status Setup();
+  // Setup in two halves: what each rank does on its own (may fail on one rank only), then, once
+  // every rank is known to be ready, what they do together.
+  Status SetupLocal();
+  Status SetupTogether();
   Status Loop();
-  Status Step(const data::Batch& batch);
+  Status Step(const internal::LockstepPass::Step& step);
+  Status OpenTrainPass();
   Status RunEval(const char* why);
   bool EarlyStopCheck();
   Status Checkpoint();
   void LogProgress(bool force_line);
   Status Finish();
   void WriteSummary();
+  // Job-wide figures (every rank calls it at the same step): table counters, rejected rows and
+  // each rank's figures, kept for the reports and the summary.
+  Status RefreshJobFigures();
+  void LogRanks();
+  bool lead() const { return job_.lead(); }
+  // An error every rank already knows about (from an agreement); others end the job.
+  Status Agreed(Status s) {
+    if (!s.ok()) agreed_error_ = true;
+    return s;
+  }
 
   const config::LoadedConfig& lc_;
   const config::TrainConfig& c_;
   const TrainerOptions& opt_;
+  internal::Job job_;
   Stopwatch wall_;
   ComputeContext compute_;
-  std::unique_ptr<RunLogger> log_;
+  std::unique_ptr<internal::RunLogger> log_;
   std::shared_ptr<data::MemoryBudget> memory_budget_;  // data.memory_cache_bytes, train + valid
   std::unique_ptr<data::EpochSource> train_source_;
-  std::unique_ptr<data::BatchReader> reader_;
+  std::unique_ptr<internal::LockstepPass> pass_;
   std::vector<std::string> sparse_names_;
   int num_dense_ = 0;
-  ModelBundle bundle_;
+  internal::ModelBundle bundle_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  std::unique_ptr<ps::EmbeddingStore> ws_;
-  std::unique_ptr<ValidSet> valid_;
+  std::unique_ptr<internal::StepRunner> runner_;
+  std::unique_ptr<internal::EvalSplit> valid_;
   MetricAccumulator valid_acc_;
   optim::LrScheduleConfig sparse_schedule_;
   CheckpointMeta meta_;
+  std::optional<std::string> resume_from_;
   TrainSummary summary_;
   std::string checkpoints_dir_;
   int64_t last_checkpoint_step_ = -1;
   int64_t rows_per_epoch_ = 0;  // estimated until an epoch completes
+  bool agreed_error_ = false;
+  // This rank's rows of the current epoch (dist.data_split shards resumes from it).
+  int64_t local_rows_in_epoch_ = 0;
+  int64_t local_skip_ = 0;  // rows of the epoch this rank's first pass skips (resume)
   // At the start of the current epoch (this session): for the per-epoch log line.
   double epoch_start_wait_ = 0;
   double epoch_start_seconds_ = 0;
   int64_t epoch_start_rows_ = 0;
 
-  // Step buffers.
-  std::vector<float> logits_, dlogits_, probs_;
-  // Recent training predictions for the "AUC so far" shown in logs.
+  // Recent training predictions for the "AUC so far" shown in logs (rank 0's rows).
   std::vector<float> window_probs_, window_labels_;
   size_t window_pos_ = 0;
   bool window_full_ = false;
@@ -326,16 +203,19 @@ class TrainLoop {
   double last_loss_ = kNaN;
   float last_lr_ = 0;
   double session_seconds_ = 0;  // training loop time, excluding eval/checkpoints
-  int64_t session_rows_ = 0;
+  int64_t session_rows_ = 0;    // global rows
+  int64_t local_session_rows_ = 0;
   int64_t session_steps_ = 0;
   int64_t rows_at_log_ = 0;
   double seconds_at_log_ = 0;
   Stopwatch since_bar_;
   double base_train_seconds_ = 0;  // from earlier sessions (resume)
-  int64_t rejected_before_ = 0;     // rejected rows of earlier sessions and finished epochs
-  std::string stop_status_ = "completed";
+  int64_t rejected_before_ = 0;     // this rank's rejected rows of earlier sessions and finished epochs
+  int64_t job_rejected_ = 0;        // the job's, as of the last RefreshJobFigures
+  std::vector<TableSummary> job_tables_;
+  RunOutcome stop_status_ = RunOutcome::kCompleted;
 
-  // Observer reports (options.observer): accumulators since the previous report.
+  // Observer reports (options.observer, rank 0): accumulators since the previous report.
   double TrainAuc();
   void Report(bool log_line);
   double report_interval_s_ = 0;
@@ -347,35 +227,40 @@ class TrainLoop {
   int64_t step_at_report_ = -1;
 };
 
-Status TrainLoop::Setup() {
+Status TrainLoop::SetupLocal() {
   std::error_code ec;
   fs::create_directories(opt_.run_dir, ec);
   if (ec) return ErrnoToStatus(ec.value(), "cannot create run directory " + opt_.run_dir);
   checkpoints_dir_ = opt_.run_dir + "/checkpoints";
   const bool bar = opt_.progress == 1 || (opt_.progress == -1 && isatty(STDERR_FILENO));
-  log_ = std::make_unique<RunLogger>(opt_.run_dir + "/train.log", opt_.echo, bar);
+  log_ = std::make_unique<internal::RunLogger>(lead() ? opt_.run_dir + "/train.log" : "", opt_.echo, bar);
+  job_.comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000)));
 
   compute_.num_threads = c_.threads;
   omp_set_num_threads(c_.threads);  // the trainer owns the pool; oneDNN GEMMs follow it
 
-  std::optional<std::string> resume_from;
   if (opt_.resume) {
     auto all = ListCheckpoints(checkpoints_dir_);
     if (all.empty()) {
-      return NotFoundError("no checkpoint to resume in " + checkpoints_dir_ +
-                           " (start a new run without --resume)");
+      return NotFoundError("no checkpoint to resume in " + checkpoints_dir_ + " (start a new run without --resume)");
     }
-    resume_from = all.back().second;
-    RECTRAIN_ASSIGN_OR_RETURN(meta_, ReadCheckpointMeta(*resume_from));
+    resume_from_ = all.back().second;
+    RECTRAIN_ASSIGN_OR_RETURN(meta_, ReadCheckpointMeta(*resume_from_));
   }
-  {
+  if (lead()) {
     RECTRAIN_ASSIGN_OR_RETURN(auto w, io::AtomicFileWriter::Create(opt_.run_dir + "/config.yaml"));
     RECTRAIN_RETURN_IF_ERROR(w->Append(lc_.resolved_yaml));
     RECTRAIN_RETURN_IF_ERROR(w->Commit());
   }
-  log_->Log(std::string(opt_.resume ? "resuming" : "starting") + " run in " + opt_.run_dir +
-            ": model " + c_.model.type + ", " + std::to_string(c_.threads) + " threads, batch " +
+  log_->Log(std::string(opt_.resume ? "resuming" : "starting") + " run in " + opt_.run_dir + ": model " +
+            c_.model.type + ", " + std::to_string(c_.threads) + " threads, batch " +
             std::to_string(c_.read.batch_size) + (c_.deterministic ? ", deterministic" : ""));
+  if (job_.distributed()) {
+    log_->Log("job: " + std::to_string(job_.world()) + " ranks over " + job_.comm->transport_name() +
+              ", dist.data_split " + config::DataSplitName(job_.split) + " (data.batch_size " +
+              std::to_string(c_.read.batch_size) + " is the global batch), dist.timeout_s " +
+              Fixed(c_.dist.timeout_s, 0));
+  }
   if (c_.model_precision_auto) {
     log_->Log(c_.model.precision == nn::GemmPrecision::kBf16
                   ? "model.precision: auto -> bf16 (this CPU has AVX512_BF16)"
@@ -386,6 +271,12 @@ Status TrainLoop::Setup() {
   data::DataConfig train_data = c_.data;
   train_data.files = c_.train_files;
   data::ReadOptions ro = c_.read;
+  if (job_.distributed() && job_.split == config::DataSplit::kShards) {
+    // Each rank reads its units of every pass, in batches of its share of the global batch.
+    ro.rank = job_.rank();
+    ro.world = job_.world();
+    ro.batch_size = std::max<int64_t>(1, data::SliceOfBatch(c_.read.batch_size, job_.rank(), job_.world()).size());
+  }
   memory_budget_ = std::make_shared<data::MemoryBudget>(
       c_.epoch.memory_cache_bytes > 0 ? c_.epoch.memory_cache_bytes : data::MemoryBudget::DefaultBytes());
   auto log_line = [this](const std::string& line) { log_->Log(line); };
@@ -398,8 +289,7 @@ Status TrainLoop::Setup() {
     // re-read from its files every epoch unless the config asks for memory (on, or global
     // shuffle) or a sample cache (build) explicitly. Validation is read in file order, where
     // every source gives the same batches, so it keeps `auto`.
-    if (train_epoch.memory_cache == data::MemoryCacheMode::kAuto &&
-        train_epoch.shuffle != data::ShuffleMode::kGlobal) {
+    if (train_epoch.memory_cache == data::MemoryCacheMode::kAuto && train_epoch.shuffle != data::ShuffleMode::kGlobal) {
       train_epoch.memory_cache = data::MemoryCacheMode::kOff;
       log_->Log("deterministic: data.memory_cache auto -> off for data.train");
     }
@@ -411,16 +301,30 @@ Status TrainLoop::Setup() {
   RECTRAIN_ASSIGN_OR_RETURN(train_source_, WithContext(data::EpochSource::Create(train_data, ro, train_epoch,
                                                                                  memory_budget_, "data.train", log_line),
                                                        "data.train"));
-  ro.epoch = meta_.epoch;
-  ro.skip_rows = meta_.rows_in_epoch;
+  // Where this rank's first pass starts (a resume): the global rows consumed, or in shards mode
+  // this rank's own (when the job had the same ranks; otherwise an even part, logged).
+  local_skip_ = meta_.rows_in_epoch;
+  if (opt_.resume && job_.distributed() && job_.split == config::DataSplit::kShards) {
+    if (meta_.world == job_.world() && static_cast<int>(meta_.rank_rows_in_epoch.size()) == job_.world()) {
+      local_skip_ = meta_.rank_rows_in_epoch[static_cast<size_t>(job_.rank())];
+    } else {
+      local_skip_ = meta_.rows_in_epoch / job_.world();
+      if (meta_.rows_in_epoch > 0) {
+        log_->Log("note: the checkpoint was written by " + std::to_string(meta_.world) + " rank(s) mid-epoch; with "
+                  "dist.data_split shards the rest of epoch " + std::to_string(meta_.epoch) + " is re-planned for " +
+                  std::to_string(job_.world()) + " ranks and each skips " + std::to_string(local_skip_) +
+                  " rows of its new share (some rows may be seen twice or not at all in this epoch; "
+                  "dist.data_split batches resumes exactly on any number of ranks)");
+      }
+    }
+  }
+  local_rows_in_epoch_ = local_skip_;
   if (meta_.epoch < c_.train.epochs) {
-    RECTRAIN_ASSIGN_OR_RETURN(reader_, WithContext(train_source_->Open(meta_.epoch, meta_.rows_in_epoch), "data.train"));
-    sparse_names_ = reader_->sparse_names();
-    num_dense_ = static_cast<int>(reader_->dense_names().size());
+    RECTRAIN_RETURN_IF_ERROR(OpenTrainPass());
+    sparse_names_ = pass_->reader().sparse_names();
+    num_dense_ = static_cast<int>(pass_->reader().dense_names().size());
   } else {
-    data::ReadOptions probe = ro;
-    probe.skip_rows = 0;
-    probe.epoch = 0;
+    data::ReadOptions probe = c_.read;
     RECTRAIN_ASSIGN_OR_RETURN(auto r, WithContext(data::OpenBatchReader(train_data, probe), "data.train"));
     sparse_names_ = r->sparse_names();
     num_dense_ = static_cast<int>(r->dense_names().size());
@@ -428,29 +332,32 @@ Status TrainLoop::Setup() {
   rows_per_epoch_ = EstimateRows(c_.train_files);
   if (train_data.cache != "off") log_->Log(CacheLine("data.train", train_data));
 
-  RECTRAIN_ASSIGN_OR_RETURN(bundle_, BuildModel(c_, sparse_names_, num_dense_));
+  RECTRAIN_ASSIGN_OR_RETURN(bundle_, internal::BuildModel(c_, sparse_names_, num_dense_, job_));
   RECTRAIN_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(c_.optimizer));
   RECTRAIN_RETURN_IF_ERROR(optimizer_->Init(bundle_.params)) << "while initialising the optimizer";
-  ws_ = ps::MakeLocalStore(bundle_.model->spec(), bundle_.tables);
+  runner_ = std::make_unique<internal::StepRunner>(&bundle_, optimizer_.get(), job_);
   sparse_schedule_ = c_.SparseLrSchedule();
 
-  if (resume_from) {
-    RECTRAIN_ASSIGN_OR_RETURN(
-        meta_, WithContext(ReadCheckpoint(*resume_from, bundle_.params, optimizer_.get(), bundle_.tables),
-                           "while resuming from " + *resume_from));
+  if (resume_from_) {
+    RECTRAIN_ASSIGN_OR_RETURN(meta_, WithContext(ReadCheckpoint(*resume_from_, bundle_.params, optimizer_.get(),
+                                                                bundle_.tables, job_.comm),
+                                                 "while resuming from " + *resume_from_));
     if (meta_.model_type != c_.model.type) {
-      return InvalidArgumentError("checkpoint " + *resume_from + " holds a " + meta_.model_type +
+      return InvalidArgumentError("checkpoint " + *resume_from_ + " holds a " + meta_.model_type +
                                   " model but model.type is " + c_.model.type);
     }
     if (meta_.config_hash != lc_.hash) {
       log_->Log("note: the configuration differs from the checkpoint's (resuming with changed settings)");
     }
     last_checkpoint_step_ = meta_.step;
-    summary_.last_checkpoint = *resume_from;
+    summary_.last_checkpoint = *resume_from_;
     base_train_seconds_ = meta_.train_seconds;
-    rejected_before_ = meta_.rows_rejected_total;
-    log_->Log("resumed from " + *resume_from + " at step " + std::to_string(meta_.step) +
-              ", epoch " + std::to_string(meta_.epoch) + ", row " + std::to_string(meta_.rows_in_epoch));
+    rejected_before_ = lead() ? meta_.rows_rejected_total : 0;  // counted once for the job
+    log_->Log("resumed from " + *resume_from_ + " at step " + std::to_string(meta_.step) + ", epoch " +
+              std::to_string(meta_.epoch) + ", row " + std::to_string(meta_.rows_in_epoch) +
+              (meta_.world != job_.world() ? " (written by " + std::to_string(meta_.world) + " rank(s), now " +
+                                                 std::to_string(job_.world()) + ")"
+                                           : std::string()));
   }
   meta_.config_hash = lc_.hash;
   meta_.model_type = c_.model.type;
@@ -479,7 +386,7 @@ Status TrainLoop::Setup() {
       vc.negative_downsampling = 1.0;
       log_->Log(CacheLine("data.valid", vc));
     }
-    valid_ = std::make_unique<ValidSet>(std::move(vsource));
+    valid_ = std::make_unique<internal::EvalSplit>(std::move(vsource), job_);
   }
   const size_t window = 1 << 17;
   window_probs_.assign(window, 0.0f);
@@ -487,97 +394,154 @@ Status TrainLoop::Setup() {
   return OkStatus();
 }
 
-Status TrainLoop::Step(const data::Batch& batch) {
-  const int64_t step = meta_.step;
-  PhaseSeconds& t = summary_.breakdown;
-  Stopwatch sw;
-  RECTRAIN_RETURN_IF_ERROR(ws_->Lookup(batch, embedding::PullMode::kTrain, compute_))
-      << "at step " << step;
-  t.lookup += sw.Seconds();
+Status TrainLoop::SetupTogether() {
+  if (!job_.distributed()) return OkStatus();
+  // One config and one binary on every rank: the same config hash and build stamp.
+  std::vector<uint64_t> mine = {lc_.hash, HashBytes(kBuildStamp, 0)}, all;
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const uint64_t>(mine), &all, nullptr));
+  Status same;
+  for (int r = 1; r < job_.world() && same.ok(); ++r) {
+    if (all[static_cast<size_t>(2 * r)] != all[0]) {
+      same = FailedPreconditionError("rank " + std::to_string(r) + " was started with another configuration than rank 0 "
+                                     "(config hash differs): every rank must get the same config file and --set flags");
+    } else if (all[static_cast<size_t>(2 * r + 1)] != all[1]) {
+      same = FailedPreconditionError("rank " + std::to_string(r) + " runs another rectrain build than rank 0: install one "
+                                     "binary on every host (rectrain doctor compares them)");
+    }
+  }
+  RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, same)));
+  // The dense parameters start equal everywhere (rank 0's): a fresh run's initialisation, or
+  // what every rank read from the checkpoint.
+  return internal::BroadcastDenseParams(bundle_, job_);
+}
 
-  sw.Reset();
-  const size_t n = static_cast<size_t>(batch.size);
-  logits_.resize(n);
-  dlogits_.resize(n);
-  probs_.resize(n);
-  nn::ForwardInput in{.batch_size = batch.size,
-                      .dense = batch.dense,
-                      .tables = ws_->pulled(),
-                      .fields = ws_->fields(),
-                      .seed = DeriveSeed(c_.seed, static_cast<uint64_t>(step))};
-  RECTRAIN_RETURN_IF_ERROR(bundle_.model->Forward(in, /*training=*/true, logits_, compute_))
-      << "at step " << step;
-  const double loss = nn::SigmoidCrossEntropy(logits_, batch.labels, dlogits_, probs_, compute_);
-  t.forward += sw.Seconds();
+Status TrainLoop::OpenTrainPass() {
+  const int64_t skip = local_skip_;
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::BatchReader> reader,
+                            WithContext(train_source_->Open(meta_.epoch, skip), "data.train"));
+  if (job_.distributed() && job_.split == config::DataSplit::kBatches) {
+    reader = data::SliceBatches(std::move(reader), job_.rank(), job_.world());
+  }
+  pass_ = std::make_unique<internal::LockstepPass>(std::move(reader), job_);
+  local_skip_ = 0;  // later passes start at their beginning
+  return OkStatus();
+}
 
-  sw.Reset();
-  RECTRAIN_RETURN_IF_ERROR(bundle_.model->Backward(dlogits_, ws_->grads(), compute_))
-      << "at step " << step;
-  t.backward += sw.Seconds();
-
-  sw.Reset();
-  const optim::StepContext sparse_ctx{.step = step,
-                                      .learning_rate = optim::ScheduledLr(sparse_schedule_, step)};
-  RECTRAIN_RETURN_IF_ERROR(ws_->Push(sparse_ctx, compute_)) << "at step " << step;
-  t.sparse_update += sw.Seconds();
-
-  sw.Reset();
-  last_lr_ = optim::ScheduledLr(c_.lr_schedule, step);
-  const optim::StepContext dense_ctx{.step = step, .learning_rate = last_lr_};
-  RECTRAIN_RETURN_IF_ERROR(optimizer_->Update(dense_ctx, bundle_.params, compute_))
-      << "at step " << step;
-  t.dense_update += sw.Seconds();
-
+Status TrainLoop::Step(const internal::LockstepPass::Step& step) {
+  const int64_t s = meta_.step;
+  internal::StepRunner::Rates rates{.seed = DeriveSeed(c_.seed, static_cast<uint64_t>(s)),
+                                    .dense_lr = optim::ScheduledLr(c_.lr_schedule, s),
+                                    .sparse_lr = optim::ScheduledLr(sparse_schedule_, s)};
+  last_lr_ = rates.dense_lr;
+  RECTRAIN_ASSIGN_OR_RETURN(const double loss, runner_->Run(step, s, rates, compute_, &summary_.breakdown));
+  // The loss is the global batch's on every rank, so every rank stops here together.
   if (!std::isfinite(loss)) {
-    return Status(StatusCode::kAborted,
-                  "training diverged: the loss is " + Fixed(loss, 4) + " at step " +
-                      std::to_string(step) + "; lower optimizer.lr (" + Fixed(last_lr_, 6) +
-                      ") or embedding.optimizer.lr, or add optimizer.warmup_steps");
+    return Agreed(Status(StatusCode::kAborted,
+                         "training diverged: the loss is " + Fixed(loss, 4) + " at step " + std::to_string(s) +
+                             "; lower optimizer.lr (" + Fixed(last_lr_, 6) +
+                             ") or embedding.optimizer.lr, or add optimizer.warmup_steps"));
   }
   loss_sum_ += loss;
   ++loss_count_;
   report_loss_sum_ += loss;
   ++report_loss_count_;
   last_loss_ = loss;
-  for (size_t i = 0; i < n; ++i) {
-    window_probs_[window_pos_] = probs_[i];
-    window_labels_[window_pos_] = batch.labels[i];
+  const std::span<const float> probs = runner_->probs();
+  for (size_t i = 0; i < probs.size(); ++i) {
+    window_probs_[window_pos_] = probs[i];
+    window_labels_[window_pos_] = step.batch->labels[i];
     if (++window_pos_ == window_probs_.size()) {
       window_pos_ = 0;
       window_full_ = true;
     }
   }
   ++meta_.step;
-  meta_.rows_in_epoch += batch.size;
-  meta_.rows_read_total += batch.size;
-  session_rows_ += batch.size;
+  meta_.rows_in_epoch += step.global_rows;
+  meta_.rows_read_total += step.global_rows;
+  local_rows_in_epoch_ += step.batch->size;
+  session_rows_ += step.global_rows;
+  local_session_rows_ += step.batch->size;
   ++session_steps_;
   return OkStatus();
 }
 
 double TrainLoop::TrainAuc() {
   const size_t wn = window_full_ ? window_probs_.size() : window_pos_;
-  return ExactAuc(std::span<const float>(window_probs_.data(), wn),
-                  std::span<const float>(window_labels_.data(), wn), compute_);
+  return ExactAuc(std::span<const float>(window_probs_.data(), wn), std::span<const float>(window_labels_.data(), wn),
+                  compute_);
 }
 
-// Hands a ProgressInfo to the observer (train/observer.h).
+Status TrainLoop::RefreshJobFigures() {
+  const int64_t rejected = rejected_before_ + (pass_ ? pass_->reader().Stats().rows_rejected : 0);
+  if (!job_.distributed()) {
+    job_rejected_ = rejected;
+    job_tables_ = internal::LocalTableSummaries(bundle_);
+    return OkStatus();
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(job_tables_, internal::SummarizeTables(bundle_, job_));
+  std::vector<int64_t> r = {rejected};
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(r), dist::ReduceOp::kSum));
+  job_rejected_ = r[0];
+  // Every rank's figures, in rank order (fixed-size records of doubles).
+  constexpr int kFields = 14;
+  const ps::StoreStats& st = bundle_.store->stats();
+  const PhaseSeconds& b = summary_.breakdown;
+  int64_t owned = 0;
+  for (const auto& t : internal::LocalTableSummaries(bundle_)) owned += t.rows;
+  const std::vector<double> mine = {static_cast<double>(job_.rank()), static_cast<double>(local_session_rows_),
+                                    static_cast<double>(owned), static_cast<double>(st.ids_served),
+                                    static_cast<double>(job_.comm->stats().bytes_sent()),
+                                    static_cast<double>(job_.comm->stats().bytes_received()), b.data_wait, b.lookup,
+                                    b.exchange, b.forward, b.backward, b.allreduce, b.sparse_update, b.dense_update};
+  std::vector<double> all;
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const double>(mine), &all, nullptr));
+  summary_.ranks.clear();
+  for (int k = 0; k < job_.world(); ++k) {
+    const double* x = all.data() + kFields * k;
+    RankFigures f;
+    f.rank = static_cast<int>(x[0]);
+    f.rows = static_cast<int64_t>(x[1]);
+    f.ids_owned = static_cast<int64_t>(x[2]);
+    f.ids_served = static_cast<int64_t>(x[3]);
+    f.bytes_sent = static_cast<int64_t>(x[4]);
+    f.bytes_received = static_cast<int64_t>(x[5]);
+    f.breakdown = {x[6], x[7], x[9], x[10], x[12], x[13], x[8], x[11]};
+    summary_.ranks.push_back(f);
+  }
+  return OkStatus();
+}
+
+void TrainLoop::LogRanks() {
+  if (!job_.distributed()) return;
+  for (const RankFigures& f : summary_.ranks) {
+    const PhaseSeconds& b = f.breakdown;
+    log_->Log("rank " + std::to_string(f.rank) + ": " + FormatCount(static_cast<double>(f.rows)) + " rows, " +
+              FormatCount(static_cast<double>(f.ids_owned)) + " ids owned, " +
+              FormatCount(static_cast<double>(f.bytes_sent)) + "B sent | wait " + Fixed(b.data_wait, 1) + "s lookup " +
+              Fixed(b.lookup, 1) + "s exchange " + Fixed(b.exchange, 1) + "s forward " + Fixed(b.forward, 1) +
+              "s backward " + Fixed(b.backward, 1) + "s allreduce " + Fixed(b.allreduce, 1) + "s update " +
+              Fixed(b.sparse_update + b.dense_update, 1) + "s");
+  }
+}
+
+// Hands a ProgressInfo to the observer (train/observer.h); rank 0 only.
 void TrainLoop::Report(bool log_line) {
-  if (opt_.observer == nullptr) return;
+  if (opt_.observer == nullptr || !lead()) return;
   ProgressInfo p;
   p.step = meta_.step;
   p.epoch = meta_.epoch;
   p.rows_read = meta_.rows_read_total;
-  p.rows_rejected = rejected_before_ + (reader_ ? reader_->Stats().rows_rejected : 0);
+  p.rows_rejected = job_.distributed() ? job_rejected_ : rejected_before_ + (pass_ ? pass_->reader().Stats().rows_rejected : 0);
   p.loss = report_loss_count_ ? report_loss_sum_ / static_cast<double>(report_loss_count_) : last_loss_;
   p.train_auc = TrainAuc();
   const double window_s = session_seconds_ - seconds_at_report_;
   p.samples_per_sec = window_s > 0 ? static_cast<double>(session_rows_ - rows_at_report_) / window_s : 0;
   p.learning_rate = last_lr_;
   p.data_wait_seconds = summary_.breakdown.data_wait;
-  p.queue_depth = reader_ ? reader_->Stats().queue_depth : 0;
+  p.queue_depth = pass_ ? pass_->reader().Stats().queue_depth : 0;
   p.train_seconds = session_seconds_;
-  p.tables = SummarizeTables(bundle_);
+  p.tables = job_.distributed() ? job_tables_ : internal::LocalTableSummaries(bundle_);
+  p.ranks = summary_.ranks;
   p.log_line = log_line;
   opt_.observer->OnProgress(p);
   report_loss_sum_ = 0;
@@ -589,14 +553,15 @@ void TrainLoop::Report(bool log_line) {
 }
 
 void TrainLoop::LogProgress(bool force_line) {
+  if (!lead()) return;
   const double train_auc = TrainAuc();
   const double elapsed = session_seconds_;
   const double rate = elapsed > 0 ? static_cast<double>(session_rows_) / elapsed : 0;
   // Progress fraction from rows (epochs) and steps (max_steps), whichever is further.
   double frac = 0;
   if (rows_per_epoch_ > 0) {
-    const double in_epoch = std::min(0.999, static_cast<double>(meta_.rows_in_epoch) /
-                                                static_cast<double>(rows_per_epoch_));
+    const double in_epoch =
+        std::min(0.999, static_cast<double>(meta_.rows_in_epoch) / static_cast<double>(rows_per_epoch_));
     frac = (static_cast<double>(meta_.epoch) + in_epoch) / static_cast<double>(c_.train.epochs);
   }
   if (c_.train.max_steps > 0) {
@@ -607,13 +572,11 @@ void TrainLoop::LogProgress(bool force_line) {
   const double mean_loss = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : last_loss_;
   if (force_line || !log_->bar()) {
     const double window_s = session_seconds_ - seconds_at_log_;
-    const double window_rate =
-        window_s > 0 ? static_cast<double>(session_rows_ - rows_at_log_) / window_s : rate;
-    log_->Log("step " + std::to_string(meta_.step) + " | epoch " + std::to_string(meta_.epoch) +
-              " | " + FormatCount(static_cast<double>(meta_.rows_read_total)) + " rows | loss " +
-              Fixed(mean_loss, 4) + " | train auc " + Fixed(train_auc, 4) + " | lr " +
-              Fixed(last_lr_, 6) + " | " + FormatCount(window_rate) + " samples/s | ETA " +
-              FormatDuration(eta));
+    const double window_rate = window_s > 0 ? static_cast<double>(session_rows_ - rows_at_log_) / window_s : rate;
+    log_->Log("step " + std::to_string(meta_.step) + " | epoch " + std::to_string(meta_.epoch) + " | " +
+              FormatCount(static_cast<double>(meta_.rows_read_total)) + " rows | loss " + Fixed(mean_loss, 4) +
+              " | train auc " + Fixed(train_auc, 4) + " | lr " + Fixed(last_lr_, 6) + " | " +
+              FormatCount(window_rate) + " samples/s | ETA " + FormatDuration(eta));
     loss_sum_ = 0;
     loss_count_ = 0;
     rows_at_log_ = session_rows_;
@@ -622,41 +585,39 @@ void TrainLoop::LogProgress(bool force_line) {
     const int width = 20;
     const int filled = static_cast<int>(frac * width);
     std::string bar = "[" + std::string(filled, '=') + std::string(width - filled, ' ') + "] ";
-    log_->Bar(bar + std::to_string(static_cast<int>(frac * 100)) + "% step " +
-              std::to_string(meta_.step) + " | " + FormatCount(rate) + " samples/s | loss " +
-              Fixed(last_loss_, 4) + " | auc " + Fixed(train_auc, 4) + " | ETA " +
-              FormatDuration(eta));
+    log_->Bar(bar + std::to_string(static_cast<int>(frac * 100)) + "% step " + std::to_string(meta_.step) + " | " +
+              FormatCount(rate) + " samples/s | loss " + Fixed(last_loss_, 4) + " | auc " + Fixed(train_auc, 4) +
+              " | ETA " + FormatDuration(eta));
   }
 }
 
 Status TrainLoop::RunEval(const char* why) {
   if (!valid_) return OkStatus();
   Stopwatch sw;
-  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle_, *ws_, *valid_, compute_, &valid_acc_,
-                                        c_.data.negative_downsampling))
+  RECTRAIN_RETURN_IF_ERROR(valid_->Evaluate(bundle_, compute_, c_.data.negative_downsampling, &valid_acc_))
       << "while evaluating data.valid";
   summary_.valid = valid_acc_.Compute(compute_, c_.eval.gauc);
   summary_.has_valid = true;
   meta_.last_eval_step = meta_.step;
   const EvalMetrics& m = summary_.valid;
-  std::string line = std::string("eval (") + why + ") @ step " + std::to_string(meta_.step) +
-                     ": auc " + Fixed(m.auc, 5) + " logloss " + Fixed(m.logloss, 5);
+  std::string line = std::string("eval (") + why + ") @ step " + std::to_string(meta_.step) + ": auc " +
+                     Fixed(m.auc, 5) + " logloss " + Fixed(m.logloss, 5);
   if (c_.eval.gauc) line += " gauc " + Fixed(m.gauc, 5);
-  line += " calibration " + Fixed(m.calibration, 3) + " ne " + Fixed(m.ne, 4) + " (" +
-          std::to_string(m.rows) + " rows, " + Fixed(sw.Seconds(), 1) + "s)";
+  line += " calibration " + Fixed(m.calibration, 3) + " ne " + Fixed(m.ne, 4) + " (" + std::to_string(m.rows) +
+          " rows, " + Fixed(sw.Seconds(), 1) + "s)";
   log_->Log(line);
-  if (opt_.observer != nullptr) opt_.observer->OnEval(meta_.step, m);
+  if (opt_.observer != nullptr && lead()) opt_.observer->OnEval(meta_.step, m);
   return OkStatus();
 }
 
 // Updates the early-stopping state from the latest evaluation; true when training should stop.
+// Every rank computes the same metrics, so every rank decides the same.
 bool TrainLoop::EarlyStopCheck() {
   const auto& es = c_.train.early_stopping;
   const bool higher_better = es.metric == "auc";
   const double v = higher_better ? summary_.valid.auc : summary_.valid.logloss;
   const bool improved = std::isnan(meta_.best_metric) ||
-                        (higher_better ? v > meta_.best_metric + es.min_delta
-                                       : v < meta_.best_metric - es.min_delta);
+                        (higher_better ? v > meta_.best_metric + es.min_delta : v < meta_.best_metric - es.min_delta);
   if (improved && !std::isnan(v)) {
     meta_.best_metric = v;
     meta_.best_step = meta_.step;
@@ -665,9 +626,8 @@ bool TrainLoop::EarlyStopCheck() {
     ++meta_.evals_without_improvement;
   }
   if (es.patience > 0 && meta_.evals_without_improvement >= es.patience) {
-    log_->Log("early stopping: " + es.metric + " has not improved by more than " +
-              Fixed(es.min_delta, 6) + " for " + std::to_string(es.patience) +
-              " evaluations (best " + Fixed(meta_.best_metric, 5) + " at step " +
+    log_->Log("early stopping: " + es.metric + " has not improved by more than " + Fixed(es.min_delta, 6) + " for " +
+              std::to_string(es.patience) + " evaluations (best " + Fixed(meta_.best_metric, 5) + " at step " +
               std::to_string(meta_.best_step) + ")");
     return true;
   }
@@ -677,15 +637,25 @@ bool TrainLoop::EarlyStopCheck() {
 Status TrainLoop::Checkpoint() {
   if (last_checkpoint_step_ == meta_.step && !summary_.last_checkpoint.empty()) return OkStatus();
   Stopwatch sw;
+  RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
   meta_.train_seconds = base_train_seconds_ + session_seconds_;
-  meta_.rows_rejected_total = rejected_before_ + (reader_ ? reader_->Stats().rows_rejected : 0);
+  meta_.rows_rejected_total = job_rejected_;
+  meta_.world = job_.world();
+  meta_.data_split = job_.distributed() ? config::DataSplitName(job_.split) : "";
+  meta_.rank_rows_in_epoch.clear();
+  if (job_.distributed() && job_.split == config::DataSplit::kShards) {
+    std::vector<int64_t> mine = {local_rows_in_epoch_};
+    RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const int64_t>(mine), &meta_.rank_rows_in_epoch, nullptr));
+  }
   const std::string dir = checkpoints_dir_ + "/step-" + std::to_string(meta_.step);
-  RECTRAIN_RETURN_IF_ERROR(WriteCheckpoint(dir, meta_, bundle_.params, optimizer_.get(), bundle_.tables));
-  RECTRAIN_RETURN_IF_ERROR(PruneCheckpoints(checkpoints_dir_, c_.train.keep_checkpoints));
+  RECTRAIN_RETURN_IF_ERROR(
+      Agreed(WriteCheckpoint(dir, meta_, bundle_.params, optimizer_.get(), bundle_.tables, job_.comm)));
+  Status pruned = lead() ? PruneCheckpoints(checkpoints_dir_, c_.train.keep_checkpoints) : OkStatus();
+  RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, pruned)));
   last_checkpoint_step_ = meta_.step;
   summary_.last_checkpoint = dir;
   log_->Log("checkpoint " + dir + " (" + Fixed(sw.Seconds(), 2) + "s)");
-  if (opt_.observer != nullptr) opt_.observer->OnCheckpoint(meta_.step, dir);
+  if (opt_.observer != nullptr && lead()) opt_.observer->OnCheckpoint(meta_.step, dir);
   return OkStatus();
 }
 
@@ -696,8 +666,8 @@ Status TrainLoop::Loop() {
   };
   bool done = tc.max_steps > 0 && meta_.step >= tc.max_steps;
   while (!done && meta_.epoch < tc.epochs) {
-    if (!reader_) {
-      RECTRAIN_ASSIGN_OR_RETURN(reader_, WithContext(train_source_->Open(meta_.epoch, meta_.rows_in_epoch), "data.train"));
+    if (!pass_) {
+      RECTRAIN_RETURN_IF_ERROR(OpenTrainPass());
     }
     epoch_start_wait_ = summary_.breakdown.data_wait;
     epoch_start_seconds_ = session_seconds_;
@@ -705,19 +675,22 @@ Status TrainLoop::Loop() {
     bool epoch_ended = false;
     Stopwatch loop_clock;
     while (true) {
-      Stopwatch wait;
-      auto next = reader_->Next();
-      summary_.breakdown.data_wait += wait.Seconds();
-      if (!next.ok()) return next.status();
+      double waited = 0;
+      auto next = pass_->Next(stop_requested(), &waited);
+      summary_.breakdown.data_wait += waited;
+      if (!next.ok()) return Agreed(next.status());
       if (!next->has_value()) {
         epoch_ended = true;
         break;
       }
-      RECTRAIN_RETURN_IF_ERROR(Step(**next));
-      reader_->Recycle(std::move(**next));  // reuse its buffers for a later batch
+      const internal::LockstepPass::Step step = **next;
+      RECTRAIN_RETURN_IF_ERROR(Step(step));
       session_seconds_ += loop_clock.Seconds();
       loop_clock.Reset();
       if (meta_.step % tc.log_every_steps == 0) {
+        if (job_.distributed()) {
+          RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
+        }
         LogProgress(/*force_line=*/true);
         Report(/*log_line=*/true);
       } else {
@@ -725,14 +698,12 @@ Status TrainLoop::Loop() {
           LogProgress(/*force_line=*/false);
           since_bar_.Reset();
         }
-        if (report_interval_s_ > 0 && since_report_.Seconds() >= report_interval_s_) {
-          Report(/*log_line=*/false);
-        }
+        if (report_interval_s_ > 0 && since_report_.Seconds() >= report_interval_s_) Report(/*log_line=*/false);
       }
       if (tc.eval_every_steps > 0 && meta_.step % tc.eval_every_steps == 0 && valid_) {
         RECTRAIN_RETURN_IF_ERROR(RunEval("every eval_every_steps"));
         if (EarlyStopCheck()) {
-          stop_status_ = "early_stopped";
+          stop_status_ = RunOutcome::kEarlyStopped;
           done = true;
         }
       }
@@ -743,9 +714,10 @@ Status TrainLoop::Loop() {
         log_->Log("reached train.max_steps = " + std::to_string(tc.max_steps));
         done = true;
       }
-      if (!done && stop_requested()) {
-        stop_status_ = "interrupted";
-        summary_.interrupted_by = opt_.stop_signal->load();
+      if (!done && step.stop) {
+        stop_status_ = RunOutcome::kInterrupted;
+        summary_.interrupted_by = stop_requested() ? opt_.stop_signal->load() : SIGTERM;
+        if (job_.distributed()) log_->Log("a rank was asked to stop (SIGINT/SIGTERM): the job checkpoints and stops");
         done = true;
       }
       loop_clock.Reset();
@@ -754,28 +726,38 @@ Status TrainLoop::Loop() {
     session_seconds_ += loop_clock.Seconds();
     if (!epoch_ended) break;
     // The epoch is complete.
-    rejected_before_ += reader_->Stats().rows_rejected;
-    reader_.reset();
+    rejected_before_ += pass_->reader().Stats().rows_rejected;
+    pass_.reset();
     const int64_t finished_epoch = meta_.epoch;
     if (meta_.rows_in_epoch > 0) rows_per_epoch_ = meta_.rows_in_epoch;
     ++meta_.epoch;
     meta_.rows_in_epoch = 0;
+    local_rows_in_epoch_ = 0;
     const double epoch_seconds = session_seconds_ - epoch_start_seconds_;
     log_->Log("epoch " + std::to_string(finished_epoch) + " done at step " + std::to_string(meta_.step) +
               " (this session: data wait " + Fixed(summary_.breakdown.data_wait - epoch_start_wait_, 2) + "s, " +
               FormatCount(epoch_seconds > 0 ? static_cast<double>(session_rows_ - epoch_start_rows_) / epoch_seconds : 0) +
               " samples/s" + (train_source_->cached() ? ", data.train in memory" : "") + ")");
+    if (job_.distributed()) {
+      RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
+      LogRanks();
+    }
     if (valid_ && meta_.last_eval_step != meta_.step) {
       RECTRAIN_RETURN_IF_ERROR(RunEval("end of epoch"));
       if (EarlyStopCheck()) {
-        stop_status_ = "early_stopped";
+        stop_status_ = RunOutcome::kEarlyStopped;
         done = true;
       }
     }
-    if (!done && stop_requested()) {
-      stop_status_ = "interrupted";
-      summary_.interrupted_by = opt_.stop_signal->load();
-      done = true;
+    // A stop request between epochs: agreed like one inside a pass.
+    if (!done) {
+      std::vector<int64_t> stop = {stop_requested() ? 1 : 0};
+      RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(stop), dist::ReduceOp::kMax));
+      if (stop[0] != 0) {
+        stop_status_ = RunOutcome::kInterrupted;
+        summary_.interrupted_by = stop_requested() ? opt_.stop_signal->load() : SIGTERM;
+        done = true;
+      }
     }
   }
   // The last steps since the previous report, so the recorded curves reach the final step.
@@ -786,22 +768,24 @@ Status TrainLoop::Loop() {
 Status TrainLoop::Finish() {
   log_->EndBar();
   RECTRAIN_RETURN_IF_ERROR(Checkpoint());
-  if (stop_status_ == "interrupted") return OkStatus();
+  if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();
   const std::string model_dir = opt_.run_dir + "/model";
-  RECTRAIN_RETURN_IF_ERROR(PublishModelDir(summary_.last_checkpoint, model_dir));
+  Status published = lead() ? PublishModelDir(summary_.last_checkpoint, model_dir) : OkStatus();
+  RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, published)));
   summary_.model_dir = model_dir;
   if (valid_) {
     if (!summary_.has_valid || meta_.last_eval_step != meta_.step) {
       RECTRAIN_RETURN_IF_ERROR(RunEval("final"));
     }
-    std::string note;
-    summary_.has_oracle =
-        OracleFromProbFiles(c_.valid_files, valid_acc_.labels(), compute_, &summary_.oracle, &note);
-    if (summary_.has_oracle) {
-      log_->Log("oracle (true probabilities of " + c_.valid_files.front() + ".prob): auc " +
-                Fixed(summary_.oracle.auc, 5) + " logloss " + Fixed(summary_.oracle.logloss, 5));
-    } else if (!note.empty()) {
-      log_->Log("note: " + note);
+    if (lead()) {
+      std::string note;
+      summary_.has_oracle = OracleFromProbFiles(c_.valid_files, valid_acc_.labels(), compute_, &summary_.oracle, &note);
+      if (summary_.has_oracle) {
+        log_->Log("oracle (true probabilities of " + c_.valid_files.front() + ".prob): auc " +
+                  Fixed(summary_.oracle.auc, 5) + " logloss " + Fixed(summary_.oracle.logloss, 5));
+      } else if (!note.empty()) {
+        log_->Log("note: " + note);
+      }
     }
   }
   return OkStatus();
@@ -812,14 +796,18 @@ void TrainLoop::WriteSummary() {
   summary_.steps = meta_.step;
   summary_.session_steps = session_steps_;
   summary_.rows_read = meta_.rows_read_total;
-  summary_.rows_rejected = rejected_before_ + (reader_ ? reader_->Stats().rows_rejected : 0);
+  summary_.rows_rejected =
+      job_.distributed() ? job_rejected_ : rejected_before_ + (pass_ ? pass_->reader().Stats().rows_rejected : 0);
   summary_.epochs = meta_.epoch;
   summary_.seconds = session_seconds_;
-  summary_.samples_per_sec =
-      session_seconds_ > 0 ? static_cast<double>(session_rows_) / session_seconds_ : 0;
-  if (bundle_.model) summary_.tables = SummarizeTables(bundle_);
+  summary_.samples_per_sec = session_seconds_ > 0 ? static_cast<double>(session_rows_) / session_seconds_ : 0;
+  if (bundle_.model) summary_.tables = job_.distributed() ? job_tables_ : internal::LocalTableSummaries(bundle_);
   summary_.wall_seconds = wall_.Seconds();
-  summary_.peak_rss_bytes = PeakRssBytes();
+  summary_.peak_rss_bytes = internal::PeakRssBytes();
+  summary_.world = job_.world();
+  summary_.transport = job_.comm->transport_name();
+  summary_.data_split = job_.distributed() ? config::DataSplitName(job_.split) : "";
+  if (!lead()) return;
   const std::string path = opt_.run_dir + "/summary.json";
   auto w = io::AtomicFileWriter::Create(path);
   if (w.ok()) {
@@ -830,27 +818,36 @@ void TrainLoop::WriteSummary() {
 }
 
 Result<TrainSummary> TrainLoop::Run() {
-  Status s = Setup();
-  if (s.ok() && opt_.observer != nullptr) {
+  Status s = SetupLocal();
+  if (job_.distributed()) s = Agreed(dist::AgreeOk(*job_.comm, s));
+  if (s.ok()) s = SetupTogether();
+  if (s.ok() && opt_.observer != nullptr && lead()) {
     report_interval_s_ = opt_.observer->ProgressIntervalSeconds();
     opt_.observer->OnStart(meta_.step);
     since_report_.Reset();
   }
   if (s.ok()) s = Loop();
   if (s.ok()) s = Finish();
+  if (s.ok() && job_.distributed()) {
+    s = RefreshJobFigures();
+    if (s.ok()) LogRanks();
+  }
   if (!s.ok()) {
     if (log_) {
       log_->EndBar();
       log_->Log("error: " + s.ToString());
-      stop_status_ = "failed";
+      stop_status_ = RunOutcome::kFailed;
       summary_.error = s.ToString();
       WriteSummary();
     }
+    // Peers that do not know about the error would wait in their next collective until the
+    // timeout; end the job now instead.
+    if (job_.distributed() && !agreed_error_) job_.comm->Abort(1);
     return s;
   }
   WriteSummary();
   const TrainSummary& r = summary_;
-  std::string line = "done: " + r.status + ", " + std::to_string(r.steps) + " steps, " +
+  std::string line = std::string("done: ") + RunOutcomeName(r.status) + ", " + std::to_string(r.steps) + " steps, " +
                      FormatCount(r.samples_per_sec) + " samples/s";
   if (r.has_valid) line += ", valid auc " + Fixed(r.valid.auc, 5) + " logloss " + Fixed(r.valid.logloss, 5);
   if (r.has_oracle) line += " (oracle auc " + Fixed(r.oracle.auc, 5) + ")";
@@ -895,9 +892,20 @@ bool OracleFromProbFiles(const std::vector<std::string>& patterns, const std::ve
 
 std::string SummaryJson(const TrainSummary& s) {
   nlohmann::json j;
-  j["status"] = s.status;
-  if (s.status == "interrupted") j["interrupted_by_signal"] = s.interrupted_by;
+  j["status"] = RunOutcomeName(s.status);
+  if (s.status == RunOutcome::kInterrupted) j["interrupted_by_signal"] = s.interrupted_by;
   if (!s.error.empty()) j["error"] = s.error;
+  auto phases = [](const PhaseSeconds& b, bool job) {
+    nlohmann::json p = {{"data_wait_s", b.data_wait},         {"lookup_s", b.lookup},
+                        {"forward_s", b.forward},             {"backward_s", b.backward},
+                        {"sparse_update_s", b.sparse_update}, {"dense_update_s", b.dense_update}};
+    if (job) {
+      p["exchange_s"] = b.exchange;
+      p["allreduce_s"] = b.allreduce;
+    }
+    return p;
+  };
+  const bool job = s.world > 1;
   j["train"] = {
       {"samples_per_sec", s.samples_per_sec},
       {"steps", s.steps},
@@ -906,13 +914,7 @@ std::string SummaryJson(const TrainSummary& s) {
       {"rows_rejected", s.rows_rejected},
       {"epochs", s.epochs},
       {"seconds", s.seconds},
-      {"breakdown",
-       {{"data_wait_s", s.breakdown.data_wait},
-        {"lookup_s", s.breakdown.lookup},
-        {"forward_s", s.breakdown.forward},
-        {"backward_s", s.breakdown.backward},
-        {"sparse_update_s", s.breakdown.sparse_update},
-        {"dense_update_s", s.breakdown.dense_update}}},
+      {"breakdown", phases(s.breakdown, job)},
   };
   if (s.has_valid) {
     nlohmann::json v = {{"auc", Num(s.valid.auc)},
@@ -940,6 +942,19 @@ std::string SummaryJson(const TrainSummary& s) {
                       {"oov_lookups", t.oov_lookups}});
   }
   j["tables"] = tables;
+  if (job) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankFigures& f : s.ranks) {
+      ranks.push_back({{"rank", f.rank},
+                       {"rows", f.rows},
+                       {"ids_owned", f.ids_owned},
+                       {"ids_served", f.ids_served},
+                       {"bytes_sent", f.bytes_sent},
+                       {"bytes_received", f.bytes_received},
+                       {"breakdown", phases(f.breakdown, true)}});
+    }
+    j["dist"] = {{"world", s.world}, {"transport", s.transport}, {"data_split", s.data_split}, {"ranks", ranks}};
+  }
   j["wall_seconds"] = s.wall_seconds;
   j["peak_rss_bytes"] = s.peak_rss_bytes;
   if (!s.last_checkpoint.empty()) j["checkpoint"] = s.last_checkpoint;
@@ -949,7 +964,13 @@ std::string SummaryJson(const TrainSummary& s) {
 
 Result<TrainSummary> Train(const config::LoadedConfig& config, const TrainerOptions& options) {
   if (options.run_dir.empty()) return InvalidArgumentError("a run directory is required (--run-dir DIR)");
-  TrainLoop loop(config, options);
+  std::unique_ptr<dist::Communicator> single;
+  dist::Communicator* comm = options.comm;
+  if (comm == nullptr) {
+    single = dist::Communicator::Single();
+    comm = single.get();
+  }
+  TrainLoop loop(config, options, comm);
   return loop.Run();
 }
 
@@ -958,11 +979,10 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   const std::string model_dir = options.run_dir + "/model";
   std::error_code ec;
   if (!fs::exists(model_dir + "/meta.json", ec)) {
-    return NotFoundError("no trained model in " + model_dir +
-                         " (train first: rectrain train CONFIG --run-dir " + options.run_dir + ")");
+    return NotFoundError("no trained model in " + model_dir + " (train first: rectrain train CONFIG --run-dir " +
+                         options.run_dir + ")");
   }
-  RECTRAIN_ASSIGN_OR_RETURN(config::LoadedConfig lc,
-                            config::LoadTrainConfig(options.run_dir + "/config.yaml", {}));
+  RECTRAIN_ASSIGN_OR_RETURN(config::LoadedConfig lc, config::LoadTrainConfig(options.run_dir + "/config.yaml", {}));
   config::TrainConfig& c = lc.config;
   if (options.threads > 0) c.threads = options.threads;
   ComputeContext compute{.num_threads = c.threads};
@@ -982,24 +1002,24 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   const int num_dense = static_cast<int>(probe->dense_names().size());
   const std::string data_source = probe->cache_note();
   probe.reset();
-  RECTRAIN_ASSIGN_OR_RETURN(ModelBundle bundle, BuildModel(c, sparse, num_dense));
+  std::unique_ptr<dist::Communicator> single = dist::Communicator::Single();
+  const internal::Job job{.comm = single.get()};
+  RECTRAIN_ASSIGN_OR_RETURN(internal::ModelBundle bundle, internal::BuildModel(c, sparse, num_dense, job));
   RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables).status())
       << "while loading " << model_dir;
-  std::unique_ptr<ps::EmbeddingStore> store = ps::MakeLocalStore(bundle.model->spec(), bundle.tables);
   data::EpochOptions eo;
   eo.shuffle = data::ShuffleMode::kOff;
   eo.memory_cache = data::MemoryCacheMode::kOff;  // one pass
   RECTRAIN_ASSIGN_OR_RETURN(auto source, data::EpochSource::Create(dc, ro, eo, std::make_shared<data::MemoryBudget>(0),
                                                                   "--data", {}));
-  ValidSet data(std::move(source));
+  internal::EvalSplit split(std::move(source), job);
   MetricAccumulator acc;
-  RECTRAIN_RETURN_IF_ERROR(EvaluateInto(bundle, *store, data, compute, &acc, c.data.negative_downsampling)) << "while evaluating";
+  RECTRAIN_RETURN_IF_ERROR(split.Evaluate(bundle, compute, c.data.negative_downsampling, &acc)) << "while evaluating";
   EvalReport report;
   report.data_source = data_source;
   report.gauc_requested = !dc.schema.group_key.empty();
   report.metrics = acc.Compute(compute, report.gauc_requested);
-  report.has_oracle = OracleFromProbFiles(options.files, acc.labels(), compute, &report.oracle,
-                                          &report.oracle_note);
+  report.has_oracle = OracleFromProbFiles(options.files, acc.labels(), compute, &report.oracle, &report.oracle_note);
   report.seconds = sw.Seconds();
   return report;
 }

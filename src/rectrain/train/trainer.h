@@ -2,16 +2,24 @@
 //
 // Train() owns everything a run needs: the compute pool (ComputeContext with `threads`; it
 // also sets the OpenMP thread count once, since oneDNN GEMMs follow it), one embedding table
-// per ModelSpec table, the model and the dense optimizer. One step:
+// per ModelSpec table served by an embedding store (ps/), the model and the dense optimizer.
+// One step (train/internal/step_runner.h):
 //   reader batch (prefetched on the reader's threads, overlapping compute)
-//   -> per table: dedupe ids, Pull(kTrain)                       ("lookup")
+//   -> store.Lookup: dedupe ids per table, fetch the rows          ("lookup")
 //   -> Model::Forward + SigmoidCrossEntropy                        ("forward")
 //   -> Model::Backward                                             ("backward")
-//   -> EmbeddingTable::Push with the sparse lr                     ("sparse_update")
+//   -> store.Push: the sparse optimizer with the sparse lr         ("sparse_update")
 //   -> Optimizer::Update with ScheduledLr(optimizer.*, step)       ("dense_update")
 // Each phase is timed; summary.json reports the breakdown. The validation set is evaluated
 // every train.eval_every_steps and at each epoch end (Pull kEval, no dropout, file order);
 // early stopping watches train.early_stopping.metric.
+//
+// A job of several ranks (options.comm; docs/scaling.md): every rank calls Train() with the same
+// config. data.batch_size is the global batch; each rank trains on its share (dist.data_split:
+// its units of the pass, or its slice of every batch), its tables hold the rows it owns, the
+// embedding exchange and a dense-gradient AllReduce ("exchange", "allreduce") join the step, and
+// rank 0 alone writes train.log, summary.json and reports to the observer. Every decision (end
+// of an epoch, stop, early stop, divergence) is taken by every rank together.
 //
 // Run directory (created if missing): config.yaml (resolved), train.log, checkpoints/step-<N>/,
 // model/ (final, checkpoint layout), summary.json (docs/formats/summary.md).
@@ -36,6 +44,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/config/train_config.h"
+#include "rectrain/dist/communicator.h"
 #include "rectrain/train/metrics.h"
 #include "rectrain/train/observer.h"
 
@@ -48,16 +57,15 @@ struct TrainerOptions {
   int progress = -1;   // -1: a progress bar when stderr is a TTY; 0: log lines; 1: bar
   bool echo = true;    // print log lines / the bar to stderr (train.log gets them regardless)
   TrainObserver* observer = nullptr;  // progress hooks (observer.h); must outlive Train()
+  // The job this process is a rank of (dist::Connect()); null: a single process. Must outlive
+  // Train(). Only rank 0 logs and writes summary.json; the observer is called on rank 0 only.
+  dist::Communicator* comm = nullptr;
 };
 
-struct PhaseSeconds {
-  double data_wait = 0;
-  double lookup = 0;
-  double forward = 0;
-  double backward = 0;
-  double sparse_update = 0;
-  double dense_update = 0;
-};
+// How a run ended.
+enum class RunOutcome : uint8_t { kCompleted, kEarlyStopped, kInterrupted, kFailed };
+// "completed" | "early_stopped" | "interrupted" | "failed" (summary.json's status).
+const char* RunOutcomeName(RunOutcome outcome);
 
 struct OracleMetrics {
   double auc = kNaN;
@@ -65,7 +73,7 @@ struct OracleMetrics {
 };
 
 struct TrainSummary {
-  std::string status;       // completed | early_stopped | interrupted | failed
+  RunOutcome status = RunOutcome::kCompleted;
   int interrupted_by = 0;   // signal number when interrupted
   std::string error;        // when failed
   int64_t steps = 0;        // global steps completed (including earlier sessions)
@@ -85,6 +93,11 @@ struct TrainSummary {
   int64_t peak_rss_bytes = 0;
   std::string last_checkpoint;
   std::string model_dir;
+  // A job: its size, transport and data split, and every rank's figures (rank order).
+  int world = 1;
+  std::string transport = "single";
+  std::string data_split;
+  std::vector<RankFigures> ranks;
 };
 
 // Runs (or resumes) training as configured. Config/data/model errors come back as a Status;

@@ -1,0 +1,42 @@
+// rectrain/train/internal/evaluator.h (internal to train/): forward-only passes over a split
+// (data.valid during training, `rectrain eval`), accumulating the predictions for the metrics.
+//
+// In a job every rank reads the whole split in file order and scores its slice of every batch
+// (dist.data_split batches, whatever the training split: validation sets are small next to the
+// training data, and this keeps the per-step lookups of every rank in step). The predictions are
+// then gathered and put back in file order on every rank, so the metrics are exact over all rows
+// (not averages of per-rank metrics), identical on every rank (early stopping agrees), and the
+// oracle's .prob rows line up with them.
+//
+// Thread safety: used by the training thread only.
+#pragma once
+
+#include <memory>
+
+#include "rectrain/base/status.h"
+#include "rectrain/data/epoch_source.h"
+#include "rectrain/train/internal/job.h"
+#include "rectrain/train/internal/model_bundle.h"
+#include "rectrain/train/metrics.h"
+
+namespace rectrain::train::internal {
+
+class EvalSplit {
+ public:
+  // `source` reads the whole split (ReadOptions::world 1) in file order.
+  EvalSplit(std::unique_ptr<data::EpochSource> source, const Job& job) : source_(std::move(source)), job_(job) {}
+
+  // Clears *acc and fills it with every row's prediction. `downsampling` is the training data's
+  // data.negative_downsampling: logits are calibrated (data::CalibrateLogit) when it is < 1.
+  Status Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling, MetricAccumulator* acc);
+
+ private:
+  std::unique_ptr<data::EpochSource> source_;
+  Job job_;
+  std::vector<float> logits_, probs_;
+  std::vector<float> my_probs_, my_labels_;
+  std::vector<uint64_t> my_groups_;
+  std::vector<int64_t> batch_rows_;  // global rows of every batch of the pass
+};
+
+}  // namespace rectrain::train::internal

@@ -1,0 +1,43 @@
+// rectrain/train/internal/model_bundle.h (internal to train/): the model, its embedding tables
+// and the store that serves them for one run, built from the config and the reader's fields;
+// and the job-wide views of them (table counters summed over ranks, dense parameters made
+// identical on every rank).
+// Thread safety: used by the training thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/config/train_config.h"
+#include "rectrain/embedding/embedding_table.h"
+#include "rectrain/nn/model.h"
+#include "rectrain/ps/embedding_store.h"
+#include "rectrain/train/internal/job.h"
+#include "rectrain/train/observer.h"
+
+namespace rectrain::train::internal {
+
+struct ModelBundle {
+  std::unique_ptr<nn::Model> model;
+  std::vector<std::unique_ptr<embedding::EmbeddingTable>> owned_tables;
+  std::vector<embedding::EmbeddingTable*> tables;  // this rank's rows of each table
+  std::vector<optim::ParamRef> params;
+  std::unique_ptr<ps::EmbeddingStore> store;       // local, or sharded over the job
+};
+
+// Builds the model for the reader's fields and one table per ModelSpec table, served by a local
+// store (one process) or a store sharded over `job` (comm must outlive the bundle).
+Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<std::string>& sparse, int num_dense,
+                               const Job& job);
+
+// Every table's counters, summed over the ranks of the job (a collective: every rank calls it).
+Result<std::vector<TableSummary>> SummarizeTables(const ModelBundle& b, const Job& job);
+// The counters of this rank's tables only (no communication).
+std::vector<TableSummary> LocalTableSummaries(const ModelBundle& b);
+
+// Copies rank 0's dense parameters to every rank (a no-op for one process).
+Status BroadcastDenseParams(ModelBundle& b, const Job& job);
+
+}  // namespace rectrain::train::internal

@@ -1,0 +1,53 @@
+// rectrain/train/internal/step_runner.h (internal to train/): one training step on this rank's
+// rows of the global batch.
+//
+//   store.Lookup            dedupe, fetch rows (in a job: the id/row exchange)       "lookup"
+//   Forward + loss          sigmoid cross-entropy; dL/dlogit scaled by 1/global rows   "forward"
+//   Backward                dense grads, row grads                                     "backward"
+//   AllReduce (a job only)  the dense gradients and the loss, summed over ranks        "allreduce"
+//   store.Push              sparse optimizer on the owners (in a job: the exchange)    "sparse_update"
+//   Optimizer::Update       the dense optimizer, identical on every rank               "dense_update"
+// The store's time in collectives is reported as "exchange" and taken out of lookup and
+// sparse_update, so the phases add up to the step. A rank without rows this step still takes
+// part in every collective, with zero gradients.
+//
+// Thread safety: used by the training thread only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "rectrain/base/parallel.h"
+#include "rectrain/base/status.h"
+#include "rectrain/optim/optimizer.h"
+#include "rectrain/train/internal/job.h"
+#include "rectrain/train/internal/model_bundle.h"
+#include "rectrain/train/trainer.h"
+
+namespace rectrain::train::internal {
+
+class StepRunner {
+ public:
+  StepRunner(ModelBundle* bundle, optim::Optimizer* optimizer, const Job& job) : b_(bundle), opt_(optimizer), job_(job) {}
+
+  struct Rates {
+    uint64_t seed = 0;     // DeriveSeed(run seed, step): dropout
+    float dense_lr = 0;
+    float sparse_lr = 0;
+  };
+  // Runs the step; returns the mean loss over the global batch. probs() then holds this rank's
+  // predictions. Errors name the step.
+  Result<double> Run(const LockstepPass::Step& step, int64_t global_step, const Rates& rates,
+                     const ComputeContext& compute, PhaseSeconds* t);
+  std::span<const float> probs() const { return probs_; }
+
+ private:
+  ModelBundle* b_;
+  optim::Optimizer* opt_;
+  Job job_;
+  std::vector<float> logits_, dlogits_, probs_;
+  std::vector<float> reduce_;  // every dense gradient, then the loss sum
+};
+
+}  // namespace rectrain::train::internal
