@@ -714,7 +714,9 @@ Status TrainLoop::Loop() {
         log_->Log("reached train.max_steps = " + std::to_string(tc.max_steps));
         done = true;
       }
-      if (!done && step.stop) {
+      // A job agrees on a stop request at the start of a step (LockstepPass), so it stops one
+      // step after a signal that arrives mid-step; a single process stops right away.
+      if (!done && (step.stop || (!job_.distributed() && stop_requested()))) {
         stop_status_ = RunOutcome::kInterrupted;
         summary_.interrupted_by = stop_requested() ? opt_.stop_signal->load() : SIGTERM;
         if (job_.distributed()) log_->Log("a rank was asked to stop (SIGINT/SIGTERM): the job checkpoints and stops");

@@ -1,0 +1,325 @@
+// The trainer on a job of in-process ranks (dist/inproc.h): the same config trains the same
+// model on 1, 2 and 4 ranks (dist.data_split batches, within float tolerance: sums run in other
+// orders); a checkpoint written by one rank count resumes on another and continues where it
+// stopped; shards mode splits the rows; a bad row on one rank, a silent rank and a stop request
+// end every rank cleanly and say which rank and step.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "rectrain/base/stopwatch.h"
+#include "rectrain/config/train_config.h"
+#include "rectrain/dist/inproc.h"
+#include "rectrain/train/trainer.h"
+#include "tests/test_util.h"
+
+namespace rectrain {
+namespace {
+namespace fs = std::filesystem;
+
+// A model as numbers: every dense value by name, and every embedding row (weights and optimizer
+// state) by table and id, merged over a checkpoint's parts.
+struct ModelValues {
+  std::map<std::string, std::vector<float>> dense;
+  std::map<std::pair<std::string, uint64_t>, std::vector<float>> rows;
+};
+
+ModelValues ReadModel(const std::string& model_dir) {
+  ModelValues m;
+  const std::string d = testing::ReadAll(model_dir + "/dense.bin");
+  size_t pos = 12;
+  uint32_t n = 0;
+  std::memcpy(&n, d.data() + 12, 4);
+  pos = 16;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t len = 0;
+    std::memcpy(&len, d.data() + pos, 4);
+    const std::string name = d.substr(pos + 4, len);
+    pos += 4 + len;
+    uint64_t count = 0;
+    std::memcpy(&count, d.data() + pos, 8);
+    pos += 8;
+    std::vector<float> v(count);
+    std::memcpy(v.data(), d.data() + pos, count * 4);
+    pos += count * 4;
+    m.dense[name] = std::move(v);
+  }
+  for (const auto& e : fs::directory_iterator(model_dir + "/tables")) {
+    const std::string file = e.path().filename().string();
+    const std::string table = file.substr(0, file.find('.'));
+    testing::CanonicalTable t = testing::ReadCanonicalTable(e.path().string());
+    EXPECT_TRUE(t.ok) << e.path();
+    for (const auto& [id, bytes] : t.rows) {
+      std::vector<float> v((bytes.size() - 8) / 4);
+      std::memcpy(v.data(), bytes.data() + 8, v.size() * 4);
+      m.rows[{table, id}] = std::move(v);
+    }
+  }
+  return m;
+}
+
+// Largest |a - b| / (1 + |b|) over every value; fails when the models have other values.
+double MaxRelativeDiff(const ModelValues& a, const ModelValues& b) {
+  double worst = 0;
+  EXPECT_EQ(a.dense.size(), b.dense.size());
+  for (const auto& [name, va] : a.dense) {
+    auto it = b.dense.find(name);
+    if (it == b.dense.end() || it->second.size() != va.size()) {
+      ADD_FAILURE() << "dense parameter " << name << " differs in shape";
+      return 1e9;
+    }
+    for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - it->second[i]) / (1.0 + std::abs(it->second[i])));
+  }
+  EXPECT_EQ(a.rows.size(), b.rows.size());
+  for (const auto& [key, va] : a.rows) {
+    auto it = b.rows.find(key);
+    if (it == b.rows.end()) {
+      ADD_FAILURE() << "row " << key.second << " of " << key.first << " missing";
+      return 1e9;
+    }
+    for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - it->second[i]) / (1.0 + std::abs(it->second[i])));
+  }
+  return worst;
+}
+
+class DistTrain : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::TempDir("dist_train"));
+    train_ = new std::string(testing::Generate(*dir_, "train.tsv", 6000, 1));
+    valid_ = new std::string(testing::Generate(*dir_, "valid.tsv", 1500, 2));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete train_;
+    delete valid_;
+  }
+
+  // A small DeepFM with dropout (masks keyed by the global row), admission (the OOV row is
+  // replicated), shuffling, small chunks, two epochs and a validation set.
+  static std::string Config() {
+    return "seed: 7\ndeterministic: true\nthreads: 1\n"
+           "data:\n  train: " + *train_ + "\n  valid: " + *valid_ + "\n"
+           "  batch_size: 256\n  shuffle: true\n  shuffle_buffer: 1000\n  chunk_bytes: 64KiB\n"
+           "model: {type: deepfm, embedding_dim: 4, hidden: [16, 8], dropout: 0.1}\n"
+           "embedding: {min_count: 2, optimizer: {type: adagrad, lr: 0.05}}\n"
+           "optimizer: {type: adam, lr: 0.003}\n"
+           "train: {epochs: 2, log_every_steps: 5, checkpoint_every_steps: 10}\n"
+           "dist: {timeout_s: 20}\n";
+  }
+
+  struct JobResult {
+    std::vector<Status> status;
+    std::vector<train::TrainSummary> summary;
+  };
+
+  // Trains `run_dir` on `world` in-process ranks.
+  static JobResult RunJob(int world, const std::string& run_dir, std::vector<std::string> sets = {},
+                          bool resume = false, const std::atomic<int>* stop = nullptr,
+                          dist::RunRanksOptions ro = {}, train::TrainObserver* observer = nullptr) {
+    JobResult out;
+    out.summary.resize(static_cast<size_t>(world));
+    auto c = config::LoadTrainConfigFromString(Config(), "test.yaml", sets);
+    if (!c.ok()) {
+      out.status.assign(static_cast<size_t>(world), c.status());
+      return out;
+    }
+    out.status = dist::RunRanks(world, [&](dist::Communicator& comm) -> Status {
+      train::TrainerOptions o;
+      o.run_dir = run_dir;
+      o.resume = resume;
+      o.stop_signal = stop;
+      o.progress = 0;
+      o.echo = false;
+      o.comm = world > 1 ? &comm : nullptr;
+      o.observer = observer;
+      auto s = train::Train(*c, o);
+      if (!s.ok()) return s.status();
+      out.summary[static_cast<size_t>(comm.rank())] = *s;
+      return OkStatus();
+    }, ro);
+    return out;
+  }
+
+  static void ExpectOk(const JobResult& r) {
+    for (size_t k = 0; k < r.status.size(); ++k) ASSERT_TRUE(r.status[k].ok()) << "rank " << k << ": " << r.status[k];
+  }
+
+  static std::string* dir_;
+  static std::string* train_;
+  static std::string* valid_;
+};
+std::string* DistTrain::dir_ = nullptr;
+std::string* DistTrain::train_ = nullptr;
+std::string* DistTrain::valid_ = nullptr;
+
+TEST_F(DistTrain, SameModelOnOneTwoAndFourRanks) {
+  const std::string one = *dir_ + "/w1";
+  auto r1 = RunJob(1, one);
+  ExpectOk(r1);
+  const ModelValues ref = ReadModel(one + "/model");
+  ASSERT_GT(ref.rows.size(), 100u);
+  for (int world : {2, 4}) {
+    const std::string run = *dir_ + "/w" + std::to_string(world);
+    auto r = RunJob(world, run);
+    ExpectOk(r);
+    const train::TrainSummary& s = r.summary[0];
+    EXPECT_EQ(s.world, world);
+    EXPECT_EQ(s.data_split, "batches");
+    EXPECT_EQ(s.steps, r1.summary[0].steps);
+    EXPECT_EQ(s.rows_read, r1.summary[0].rows_read);
+    ASSERT_EQ(static_cast<int>(s.ranks.size()), world);
+    int64_t owned = 0, rows = 0;
+    for (const auto& f : s.ranks) {
+      EXPECT_GT(f.ids_owned, 0);
+      EXPECT_GT(f.bytes_sent, 0);
+      owned += f.ids_owned;
+      rows += f.rows;
+    }
+    EXPECT_EQ(rows, s.rows_read);  // each row trained on exactly one rank
+    EXPECT_EQ(owned, static_cast<int64_t>(ref.rows.size()));
+    // Metrics over every rank's predictions, equal on every rank, and the same as one process.
+    EXPECT_NEAR(s.valid.auc, r1.summary[0].valid.auc, 2e-4) << world;
+    EXPECT_NEAR(s.valid.logloss, r1.summary[0].valid.logloss, 2e-4) << world;
+    EXPECT_EQ(s.valid.rows, r1.summary[0].valid.rows);
+    for (int k = 1; k < world; ++k) EXPECT_EQ(r.summary[static_cast<size_t>(k)].valid.auc, s.valid.auc);
+    const double diff = MaxRelativeDiff(ReadModel(run + "/model"), ref);
+    std::printf("world %d: max relative parameter difference to one process %.3g\n", world, diff);
+    EXPECT_LT(diff, 1e-3) << world;
+    // One summary.json, rank 0's, with every rank's figures.
+    auto j = nlohmann::json::parse(testing::ReadAll(run + "/summary.json"));
+    EXPECT_EQ(j["dist"]["world"], world);
+    EXPECT_EQ(j["dist"]["ranks"].size(), static_cast<size_t>(world));
+    EXPECT_TRUE(j["train"]["breakdown"].contains("allreduce_s"));
+  }
+}
+
+// An observer on rank 0 that asks the job to stop once a step is reached.
+class StopAt : public train::TrainObserver {
+ public:
+  StopAt(int64_t step, std::atomic<int>* flag) : step_(step), flag_(flag) {}
+  void OnProgress(const train::ProgressInfo& p) override {
+    if (p.step >= step_) flag_->store(SIGTERM);
+  }
+
+ private:
+  int64_t step_;
+  std::atomic<int>* flag_;
+};
+
+TEST_F(DistTrain, ResumesOnAnotherRankCountWhereItStopped) {
+  const std::string ref_dir = *dir_ + "/resume_ref";
+  auto ref = RunJob(1, ref_dir);
+  ExpectOk(ref);
+  const ModelValues want = ReadModel(ref_dir + "/model");
+  for (auto [before, after] : {std::pair{2, 3}, std::pair{4, 1}, std::pair{1, 4}}) {
+    const std::string run = *dir_ + "/resume_" + std::to_string(before) + "_" + std::to_string(after);
+    std::atomic<int> stop{0};
+    StopAt observer(15, &stop);  // mid-epoch (23 steps per epoch)
+    auto first = RunJob(before, run, {}, false, &stop, {}, &observer);
+    ExpectOk(first);
+    EXPECT_EQ(first.summary[0].status, train::RunOutcome::kInterrupted);
+    // One process stops after the step that saw the request, a job at the next step it agrees on.
+    EXPECT_EQ(first.summary[0].steps, before == 1 ? 15 : 16);
+    auto second = RunJob(after, run, {}, /*resume=*/true);
+    ExpectOk(second);
+    EXPECT_EQ(second.summary[0].status, train::RunOutcome::kCompleted);
+    EXPECT_EQ(second.summary[0].steps, ref.summary[0].steps);
+    EXPECT_EQ(second.summary[0].rows_read, ref.summary[0].rows_read);
+    const double diff = MaxRelativeDiff(ReadModel(run + "/model"), want);
+    std::printf("%d ranks -> %d ranks: max relative parameter difference %.3g\n", before, after, diff);
+    EXPECT_LT(diff, 1e-3) << before << " -> " << after;
+    EXPECT_NEAR(second.summary[0].valid.auc, ref.summary[0].valid.auc, 2e-4);
+  }
+}
+
+TEST_F(DistTrain, ShardsSplitTheRowsBetweenRanks) {
+  const std::string run = *dir_ + "/shards";
+  auto r = RunJob(2, run, {"deterministic=false", "dist.data_split=shards", "data.memory_cache=off"});
+  ExpectOk(r);
+  const train::TrainSummary& s = r.summary[0];
+  EXPECT_EQ(s.data_split, "shards");
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.ranks[0].rows + s.ranks[1].rows, s.rows_read);
+  EXPECT_EQ(s.rows_read, 2 * 6000);  // every row of both epochs, once
+  for (const auto& f : s.ranks) EXPECT_NEAR(static_cast<double>(f.rows), 6000.0, 1200.0);
+  EXPECT_GT(s.valid.auc, 0.6);
+}
+
+TEST_F(DistTrain, BadRowOnOneRankStopsEveryRankNamingIt) {
+  const std::string bad = *dir_ + "/bad.tsv";
+  {
+    std::string rows = testing::ReadAll(*train_);
+    rows += "1\tnot-a-number\n";  // the last row: in the last chunk, read by the last rank
+    std::ofstream(bad) << rows;
+  }
+  const std::string run = *dir_ + "/bad_run";
+  auto r = RunJob(2, run, {"data.train=" + bad, "deterministic=false", "dist.data_split=shards", "data.shuffle=false",
+                           "data.memory_cache=off"});
+  ASSERT_EQ(r.status.size(), 2u);
+  EXPECT_EQ(r.status[1].code(), StatusCode::kInvalidArgument) << r.status[1];
+  EXPECT_NE(r.status[1].message().find("bad.tsv:6001"), std::string::npos) << r.status[1];
+  EXPECT_EQ(r.status[0].code(), StatusCode::kInvalidArgument) << r.status[0];
+  EXPECT_EQ(r.status[0].message().rfind("rank 1: ", 0), 0u) << r.status[0];
+  auto j = nlohmann::json::parse(testing::ReadAll(run + "/summary.json"));
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_NE(j["error"].get<std::string>().find("rank 1: "), std::string::npos);
+}
+
+// Makes rank 1 silent (as if it hung) once rank 0 reaches a step.
+class SilenceAt : public train::TrainObserver {
+ public:
+  SilenceAt(int64_t step, dist::InProcHub** hub) : step_(step), hub_(hub) {}
+  void OnProgress(const train::ProgressInfo& p) override {
+    if (p.step >= step_ && *hub_ != nullptr) (*hub_)->Silence(1);
+  }
+
+ private:
+  int64_t step_;
+  dist::InProcHub** hub_;
+};
+
+TEST_F(DistTrain, SilentRankFailsTheJobWithinTheTimeout) {
+  dist::InProcHub* hub = nullptr;
+  SilenceAt observer(10, &hub);
+  dist::RunRanksOptions ro;
+  ro.setup = [&](dist::InProcHub& h) { hub = &h; };
+  Stopwatch sw;
+  auto r = RunJob(2, *dir_ + "/silent", {"dist.timeout_s=1"}, false, nullptr, ro, &observer);
+  EXPECT_LT(sw.Seconds(), 30.0);
+  ASSERT_EQ(r.status.size(), 2u);
+  EXPECT_EQ(r.status[0].code(), StatusCode::kDeadlineExceeded) << r.status[0];
+  EXPECT_NE(r.status[0].message().find("no message from rank 1"), std::string::npos) << r.status[0];
+  EXPECT_NE(r.status[0].message().find("step"), std::string::npos) << r.status[0];
+  EXPECT_FALSE(r.status[1].ok());
+}
+
+TEST_F(DistTrain, DifferentConfigsOnTheRanksAreAnError) {
+  auto c0 = config::LoadTrainConfigFromString(Config(), "a.yaml", {});
+  auto c1 = config::LoadTrainConfigFromString(Config(), "a.yaml", {"optimizer.lr=0.01"});
+  ASSERT_TRUE(c0.ok() && c1.ok());
+  const std::string run = *dir_ + "/mismatch";
+  std::vector<Status> st = dist::RunRanks(2, [&](dist::Communicator& comm) -> Status {
+    train::TrainerOptions o;
+    o.run_dir = run;
+    o.progress = 0;
+    o.echo = false;
+    o.comm = &comm;
+    return train::Train(comm.rank() == 0 ? *c0 : *c1, o).status();
+  });
+  for (const Status& s : st) {
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("rank 1 was started with another configuration"), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace rectrain
