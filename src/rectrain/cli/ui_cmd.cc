@@ -6,7 +6,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
-#include "rectrain/cli/workspace.h"
+#include "rectrain/track/workspace.h"
 #include "rectrain/http/ui_server.h"
 
 namespace rectrain::cli {
@@ -37,12 +37,12 @@ int RunUi(const std::vector<std::string>& args) {
     return ReportError(kCmd, InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(port)));
   }
   http::UiOptions o;
-  o.store_path = ResolveStorePath(store, workspace);
+  o.store_path = track::ResolveStorePath(store, workspace);
   o.host = host;
   o.port = static_cast<int>(port);
   o.token = token;
   o.static_dir = static_dir;
-  o.artifact_root = WorkspaceOfStore(o.store_path, workspace);
+  o.artifact_root = track::WorkspaceOfStore(o.store_path, workspace);
   std::error_code ec;
   const std::filesystem::path store_dir = std::filesystem::path(o.store_path).parent_path();
   if (!store_dir.empty()) std::filesystem::create_directories(store_dir, ec);

@@ -1,4 +1,4 @@
-// rectrain/cli/workspace.h: where the tracking store of a workspace lives, shared by `rectrain
+// rectrain/track/workspace.h: where the tracking store of a workspace lives, shared by `rectrain
 // train`, `runs` and `ui` (docs/tracking.md). The default store is
 // <workspace>/.rectrain/tracking.db, the workspace being the current directory unless
 // tracking.workspace (train) or --workspace (runs, ui) names one; $RECTRAIN_TRACKING_STORE and
@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace rectrain::cli {
+namespace rectrain::track {
 
 inline constexpr char kStoreEnv[] = "RECTRAIN_TRACKING_STORE";
 
@@ -20,4 +20,4 @@ std::string ResolveStorePath(const std::string& explicit_store, const std::strin
 // parent of the store's ".rectrain" directory, else the store's directory. Absolute.
 std::string WorkspaceOfStore(const std::string& store_path, const std::string& workspace);
 
-}  // namespace rectrain::cli
+}  // namespace rectrain::track

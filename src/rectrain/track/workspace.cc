@@ -1,9 +1,9 @@
-#include "rectrain/cli/workspace.h"
+#include "rectrain/track/workspace.h"
 
 #include <cstdlib>
 #include <filesystem>
 
-namespace rectrain::cli {
+namespace rectrain::track {
 namespace fs = std::filesystem;
 
 std::string ResolveStorePath(const std::string& explicit_store, const std::string& workspace) {
@@ -21,4 +21,4 @@ std::string WorkspaceOfStore(const std::string& store_path, const std::string& w
   return dir.string();
 }
 
-}  // namespace rectrain::cli
+}  // namespace rectrain::track

@@ -1,0 +1,184 @@
+#include "rectrain/train/session.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+
+#include "rectrain/config/train_config.h"
+#include "rectrain/http/prometheus.h"
+#include "rectrain/http/server.h"
+#include "rectrain/track/tracking_store.h"
+#include "rectrain/track/workspace.h"
+#include "rectrain/train/data_gate.h"
+#include "rectrain/train/run_recorder.h"
+
+namespace rectrain::train {
+namespace fs = std::filesystem;
+namespace {
+
+std::string DefaultRunDir(const std::string& config_path) {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "runs/" + fs::path(config_path).stem().string() + "-" + stamp;
+}
+
+// The tracking store of the run (tracking.*), created with its directory if absent.
+Result<std::unique_ptr<track::TrackingStore>> OpenStore(const config::TrackingSettings& t) {
+  const std::string path = track::ResolveStorePath(t.store, t.workspace);
+  std::error_code ec;
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  auto store = track::TrackingStore::Open(path);
+  if (!store.ok()) {
+    return store.status().WithContext("cannot open the tracking store " + path +
+                                      " (tracking.store; disable with --set tracking.enabled=false)");
+  }
+  return store;
+}
+
+// The /metrics endpoint (monitoring.*). A non-loopback host needs $RECTRAIN_METRICS_TOKEN.
+Result<std::unique_ptr<http::Server>> StartMetricsServer(const config::MonitoringSettings& m,
+                                                         http::MetricsRegistry* registry) {
+  http::ServerOptions so;
+  so.host = m.host;
+  so.port = m.port;
+  so.num_threads = 1;
+  if (const char* token = std::getenv("RECTRAIN_METRICS_TOKEN"); token != nullptr) so.token = token;
+  auto server = http::Server::Start(so, registry, nullptr);
+  if (!server.ok()) {
+    return server.status().WithContext("cannot serve /metrics on " + m.host + ":" + std::to_string(m.port) +
+                                       " (monitoring.host/port; disable with --set monitoring.enabled=false)");
+  }
+  return server;
+}
+
+// Rank 0's part of the setup: the tracking store, /metrics, the recorder and the data check.
+// Declared in this order so that the recorder ends before the server stops and the server
+// before the registry goes.
+struct Recording {
+  http::MetricsRegistry registry;
+  std::unique_ptr<track::TrackingStore> store;
+  std::unique_ptr<http::Server> metrics_server;
+  std::unique_ptr<RunRecorder> recorder;
+};
+
+Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loaded, const std::string& config_path,
+                      const std::string& run_dir, Recording* rec) {
+  const config::TrainConfig& c = loaded.config;
+  auto note = [&](const std::string& line) {
+    if (o.echo && o.note) o.note(line);
+  };
+  if (c.tracking.enabled) {
+    RECTRAIN_ASSIGN_OR_RETURN(rec->store, OpenStore(c.tracking));
+  }
+  if (c.monitoring.enabled) {
+    RECTRAIN_ASSIGN_OR_RETURN(rec->metrics_server, StartMetricsServer(c.monitoring, &rec->registry));
+  }
+  if (rec->store || rec->metrics_server) {
+    track::RunInfo info;
+    info.name = c.tracking.run_name;
+    if (info.name.empty()) info.name = fs::path(run_dir).lexically_normal().filename().string();
+    info.tags = c.tracking.tags;
+    info.tags.insert(info.tags.end(), o.tags.begin(), o.tags.end());
+    info.group_id = c.tracking.group;
+    if (c.tracking.parent_id > 0) info.parent_id = c.tracking.parent_id;
+    std::error_code ec;
+    const fs::path config_dir = fs::absolute(config_path, ec).parent_path();
+    info.git_commit = GitCommitOf(config_dir.string());
+    info.config_yaml = loaded.resolved_yaml;
+    RunRecorder::Options ro;
+    ro.store = rec->store.get();
+    ro.registry = rec->metrics_server ? &rec->registry : nullptr;
+    ro.run_dir = run_dir;
+    std::vector<std::string> data = c.train_files;
+    data.insert(data.end(), c.valid_files.begin(), c.valid_files.end());
+    auto started = RunRecorder::Start(ro, info, data);
+    if (!started.ok()) return started.status().WithContext("cannot record the run in the tracking store");
+    rec->recorder = std::move(started).value();
+    if (rec->recorder->run_id()) {
+      note("tracking: run " + std::to_string(*rec->recorder->run_id()) + " in " +
+           track::ResolveStorePath(c.tracking.store, c.tracking.workspace));
+    }
+    if (rec->metrics_server) note("metrics: " + rec->metrics_server->url() + "/metrics");
+  }
+  // The data check before the first step (docs/data.md "Data quality"): every violation of
+  // `checks:` in data.train and data.valid stops here, in one report (exit 6). Not on --resume:
+  // the run's data was checked when it started.
+  if (c.checks.before_train && !o.skip_data_check && !o.resume) {
+    auto gate = RunDataGate(c, run_dir, std::max(c.threads, c.read.num_threads));
+    Status failed = gate.ok() ? DataGateError(*gate) : gate.status();
+    if (gate.ok() && rec->recorder) rec->recorder->RecordDataCheck(*gate);
+    if (!failed.ok()) return failed;
+    note(DataGateSummary(*gate));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* run_dir_out) {
+  std::unique_ptr<dist::Communicator> single;
+  dist::Communicator* comm = o.comm;
+  if (comm == nullptr) {
+    single = dist::Communicator::Single();
+    comm = single.get();
+  }
+  const bool lead = comm->rank() == 0;
+  std::string config_path = o.config_path;
+  std::string run_dir = o.run_dir;
+  // Where the run lives: rank 0 decides (the default name has its clock in it).
+  Status where;
+  if (o.resume) {
+    if (!run_dir.empty() && config_path.empty()) config_path = run_dir + "/config.yaml";
+    if (run_dir.empty()) where = InvalidArgumentError("--resume needs the run directory");
+  } else {
+    if (config_path.empty()) {
+      where = InvalidArgumentError("rectrain train needs CONFIG.yaml (or --resume RUN_DIR)");
+    } else if (run_dir.empty()) {
+      run_dir = DefaultRunDir(config_path);
+    }
+    std::error_code ec;
+    if (where.ok() && lead &&
+        (fs::exists(fs::path(run_dir) / "summary.json", ec) || fs::exists(fs::path(run_dir) / "checkpoints", ec))) {
+      where = AlreadyExistsError("run directory " + run_dir + " already holds a run; continue it with --resume " +
+                                 run_dir + " or choose another --run-dir");
+    }
+  }
+  for (const auto& tag : o.tags) {
+    if (tag.empty() && where.ok()) where = InvalidArgumentError("--tag must not be empty");
+  }
+  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, where));
+  RECTRAIN_RETURN_IF_ERROR(comm->BroadcastString(&run_dir, 0));
+
+  auto loaded = config::LoadTrainConfig(config_path, o.sets);
+  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, loaded.status()));
+
+  Recording rec;
+  Status recording = lead ? StartRecording(o, *loaded, config_path, run_dir, &rec) : OkStatus();
+  if (!recording.ok() && rec.recorder) rec.recorder->Fail(recording);
+  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, recording));
+
+  TrainerOptions to;
+  to.run_dir = run_dir;
+  to.resume = o.resume;
+  to.stop_signal = o.stop_signal;
+  to.progress = o.progress;
+  to.echo = o.echo;
+  to.observer = rec.recorder.get();
+  to.comm = comm->distributed() ? comm : nullptr;
+  if (run_dir_out != nullptr) *run_dir_out = run_dir;
+  auto summary = Train(*loaded, to);
+  if (rec.recorder) {
+    if (summary.ok()) {
+      rec.recorder->Finish(*summary);
+    } else {
+      rec.recorder->Fail(summary.status());
+    }
+  }
+  if (!summary.ok()) return summary.status();
+  return SessionResult{run_dir, *summary};
+}
+
+}  // namespace rectrain::train
