@@ -7,6 +7,8 @@ prints medians and our/peer ratios. Results are appended as CSV to --csv.
 
   python3 bench/e2e.py --spec criteo_deepfm --rows 2000000 --valid-rows 500000 --repeats 3 --peer
   python3 bench/e2e.py --spec seed_deepfm --rows 4000000 --valid-rows 200000 --repeats 1
+  # one process x 2 threads against 2 MPI ranks x 1 thread, interleaved (docs/scaling.md):
+  python3 bench/e2e.py --spec criteo_deepfm --rows 1000000 --valid-rows 200000 --variants 1x2,2x1
 
 Only the Python standard library is used. The peer needs Debian's python3-torch, python3-pandas
 and python3-sklearn (scripts/install_deps.sh --peer) and runs under /usr/bin/python3.
@@ -40,10 +42,15 @@ def gen(binary, shape, rows, out, seed):
     log(f"generated {out}: {rows} rows, {size / 1e6:.0f} MB in {time.time() - t:.1f}s")
 
 
-def run_ours(binary, spec, train, valid, run_dir, threads, extra):
+MPIEXEC = ["mpiexec", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+
+
+def run_ours(binary, spec, train, valid, run_dir, threads, extra, ranks=1):
     cmd = [binary, "train", os.path.join(ROOT, "bench", "specs", spec + ".yaml"),
            "--set", f"data.train={train}", "--set", f"data.valid={valid}",
            "--set", f"threads={threads}", "--run-dir", run_dir] + sum([["--set", e] for e in extra], [])
+    if ranks > 1:
+        cmd = MPIEXEC + ["-np", str(ranks)] + cmd
     t = time.time()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wall = time.time() - t
@@ -53,7 +60,11 @@ def run_ours(binary, spec, train, valid, run_dir, threads, extra):
     with open(os.path.join(run_dir, "summary.json")) as f:
         s = json.load(f)
     tr = s["train"]
-    return {"who": "rectrain", "samples_per_sec": tr["samples_per_sec"], "auc": s["valid"]["auc"],
+    dist = s.get("dist", {})
+    return {"who": "rectrain" if ranks == 1 and threads == 2 else f"rectrain {ranks}x{threads}",
+            "samples_per_sec": tr["samples_per_sec"], "auc": s["valid"]["auc"],
+            "bytes_sent_per_rank": statistics.mean([r["bytes_sent"] for r in dist["ranks"]]) if dist else 0,
+            "steps": tr["steps"],
             "logloss": s["valid"]["logloss"], "peak_rss_mib": s["peak_rss_bytes"] / 2**20,
             "wall_s": wall, "breakdown": tr.get("breakdown", {}),
             "oracle_auc": s.get("oracle", {}).get("auc")}
@@ -91,6 +102,8 @@ def main():
     ap.add_argument("--data-dir", default=os.path.join(ROOT, "build", "bench-data"))
     ap.add_argument("--csv", default=os.path.join(ROOT, "build", "bench-results.csv"))
     ap.add_argument("--set", action="append", default=[], help="extra rectrain --set overrides")
+    ap.add_argument("--variants", default="",
+                    help="RANKSxTHREADS list run interleaved in every repeat instead of --threads, e.g. 1x2,2x1")
     args = ap.parse_args()
 
     shape = SHAPES[args.spec]
@@ -104,10 +117,14 @@ def main():
     for rep in range(args.repeats):
         run_dir = os.path.join(args.data_dir, "runs", f"{args.spec}_{rep}")
         shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time, never a resume
-        r = run_ours(args.binary, args.spec, train, valid, run_dir, args.threads, args.set)
-        log(f"[{rep}] rectrain: {r['samples_per_sec']:.0f} samples/s  AUC {r['auc']:.4f}  "
-            f"logloss {r['logloss']:.4f}  peak RSS {r['peak_rss_mib']:.0f} MiB  breakdown {r['breakdown']}")
-        results.append(r)
+        variants = [tuple(map(int, v.split("x"))) for v in args.variants.split(",")] if args.variants else [(1, args.threads)]
+        for ranks, threads in variants:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            r = run_ours(args.binary, args.spec, train, valid, run_dir, threads, args.set, ranks)
+            log(f"[{rep}] {r['who']}: {r['samples_per_sec']:.0f} samples/s  AUC {r['auc']:.4f}  "
+                f"logloss {r['logloss']:.4f}  peak RSS {r['peak_rss_mib']:.0f} MiB  breakdown {r['breakdown']}"
+                + (f"  bytes/step/rank {r['bytes_sent_per_rank'] / r['steps']:.0f}" if ranks > 1 else ""))
+            results.append(r)
         if args.peer:
             p = run_peer(args.peer_script, train, valid, args.threads)
             log(f"[{rep}] peer:     {p['samples_per_sec']:.0f} samples/s (steady {p['steady']:.0f})  "
@@ -118,6 +135,14 @@ def main():
         vals = [r[key] for r in results if r["who"] == who and r.get(key) is not None]
         return statistics.median(vals) if vals else None
 
+    if args.variants:
+        log(f"\n== {args.spec}: {args.rows} train rows, {args.repeats} repeats (medians)")
+        names = sorted({r["who"] for r in results})
+        base = med(names[0], "samples_per_sec")
+        for who in names:
+            log(f"{who}: {med(who, 'samples_per_sec'):.0f} samples/s ({med(who, 'samples_per_sec') / base:.2f}x of "
+                f"{names[0]}), valid AUC {med(who, 'auc'):.4f}")
+        return
     ours_sps, ours_auc = med("rectrain", "samples_per_sec"), med("rectrain", "auc")
     log(f"\n== {args.spec}: {args.rows} train rows, {args.valid_rows} valid rows, {args.threads} threads, "
         f"{args.repeats} repeats (medians)")

@@ -55,6 +55,9 @@ struct StoreStats {
   int64_t ids_served = 0;       // unique ids this rank served as an owner
   int64_t bytes_sent = 0;       // exchange bytes this rank sent to other ranks
   int64_t bytes_received = 0;
+  // The least any exchange could send for the same steps: 8 bytes per unique id asked of another
+  // rank, and the rows (4 × dim bytes) served to other ranks and the gradients sent to them.
+  int64_t min_bytes_sent = 0;
   double dedupe_seconds = 0;    // local dedupe and index building
   double exchange_seconds = 0;  // waiting in the id/row/gradient/OOV exchanges
   double pull_seconds = 0;      // table Pulls (as owner)

@@ -179,6 +179,10 @@ class ShardedStore final : public EmbeddingStore {
     ++stats_.lookups;
     stats_.ids_requested += ids_.num_unique();
     stats_.ids_served += served;
+    for (int p = 0; p < world_; ++p) {
+      if (p == rank_) continue;
+      stats_.min_bytes_sent += 8 * (send_counts_[static_cast<size_t>(p)] - nt) + 4 * serve_counts_[static_cast<size_t>(p)];
+    }
     stats_.dedupe_seconds += sw.Seconds();
     return OkStatus();
   }
@@ -205,6 +209,9 @@ class ShardedStore final : public EmbeddingStore {
       }
     }
     stats_.dedupe_seconds += sw.Seconds();
+    for (int p = 0; p < world_; ++p) {
+      if (p != rank_) stats_.min_bytes_sent += 4 * reply_counts_[static_cast<size_t>(p)];
+    }
     RECTRAIN_RETURN_IF_ERROR(Exchange([&] {
       return comm_->AllToAllVKnown(std::span<const float>(grad_send_), reply_counts_, serve_counts_, &grad_recv_);
     }));

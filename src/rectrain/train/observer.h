@@ -45,6 +45,9 @@ struct RankFigures {
   int64_t ids_served = 0;     // unique ids it served as an owner
   int64_t bytes_sent = 0;     // by its communicator
   int64_t bytes_received = 0;
+  // The least its steps' exchanges could have sent: unique ids and rows each way, and the dense
+  // gradients' AllReduce lower bound (bytes_sent / min_bytes_sent is the overhead).
+  int64_t min_bytes_sent = 0;
   PhaseSeconds breakdown;
 };
 

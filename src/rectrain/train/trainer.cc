@@ -483,7 +483,7 @@ Status TrainLoop::RefreshJobFigures() {
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(r), dist::ReduceOp::kSum));
   job_rejected_ = r[0];
   // Every rank's figures, in rank order (fixed-size records of doubles).
-  constexpr int kFields = 14;
+  constexpr int kFields = 15;
   const ps::StoreStats& st = bundle_.store->stats();
   const PhaseSeconds& b = summary_.breakdown;
   int64_t owned = 0;
@@ -492,7 +492,8 @@ Status TrainLoop::RefreshJobFigures() {
                                     static_cast<double>(owned), static_cast<double>(st.ids_served),
                                     static_cast<double>(job_.comm->stats().bytes_sent()),
                                     static_cast<double>(job_.comm->stats().bytes_received()), b.data_wait, b.lookup,
-                                    b.exchange, b.forward, b.backward, b.allreduce, b.sparse_update, b.dense_update};
+                                    b.exchange, b.forward, b.backward, b.allreduce, b.sparse_update, b.dense_update,
+                                    static_cast<double>(st.min_bytes_sent + runner_->allreduce_min_bytes())};
   std::vector<double> all;
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const double>(mine), &all, nullptr));
   summary_.ranks.clear();
@@ -506,6 +507,7 @@ Status TrainLoop::RefreshJobFigures() {
     f.bytes_sent = static_cast<int64_t>(x[4]);
     f.bytes_received = static_cast<int64_t>(x[5]);
     f.breakdown = {x[6], x[7], x[9], x[10], x[12], x[13], x[8], x[11]};
+    f.min_bytes_sent = static_cast<int64_t>(x[14]);
     summary_.ranks.push_back(f);
   }
   return OkStatus();
@@ -517,7 +519,9 @@ void TrainLoop::LogRanks() {
     const PhaseSeconds& b = f.breakdown;
     log_->Log("rank " + std::to_string(f.rank) + ": " + FormatCount(static_cast<double>(f.rows)) + " rows, " +
               FormatCount(static_cast<double>(f.ids_owned)) + " ids owned, " +
-              FormatCount(static_cast<double>(f.bytes_sent)) + "B sent | wait " + Fixed(b.data_wait, 1) + "s lookup " +
+              FormatCount(static_cast<double>(f.bytes_sent)) + "B sent (" +
+              Fixed(f.min_bytes_sent > 0 ? static_cast<double>(f.bytes_sent) / static_cast<double>(f.min_bytes_sent) : 0, 3) +
+              "x the minimum) | wait " + Fixed(b.data_wait, 1) + "s lookup " +
               Fixed(b.lookup, 1) + "s exchange " + Fixed(b.exchange, 1) + "s forward " + Fixed(b.forward, 1) +
               "s backward " + Fixed(b.backward, 1) + "s allreduce " + Fixed(b.allreduce, 1) + "s update " +
               Fixed(b.sparse_update + b.dense_update, 1) + "s");
@@ -953,6 +957,7 @@ std::string SummaryJson(const TrainSummary& s) {
                        {"ids_served", f.ids_served},
                        {"bytes_sent", f.bytes_sent},
                        {"bytes_received", f.bytes_received},
+                       {"min_bytes_sent", f.min_bytes_sent},
                        {"breakdown", phases(f.breakdown, true)}});
     }
     j["dist"] = {{"world", s.world}, {"transport", s.transport}, {"data_split", s.data_split}, {"ranks", ranks}};

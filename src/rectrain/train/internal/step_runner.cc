@@ -57,6 +57,8 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
     reduce_.push_back(static_cast<float>(loss_sum));
     job_.comm->set_context("step " + std::to_string(global_step));
     RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<float>(reduce_), dist::ReduceOp::kSum));
+    const int64_t w = job_.world();
+    allreduce_min_bytes_ += 2 * (w - 1) * static_cast<int64_t>(reduce_.size() * sizeof(float)) / w;
     size_t off = 0;
     for (const auto& p : b_->params) {
       std::copy_n(reduce_.data() + off, p.grad.size(), p.grad.data());

@@ -41,6 +41,9 @@ class StepRunner {
   Result<double> Run(const LockstepPass::Step& step, int64_t global_step, const Rates& rates,
                      const ComputeContext& compute, PhaseSeconds* t);
   std::span<const float> probs() const { return probs_; }
+  // The least an AllReduce of the dense gradients could have sent from this rank so far:
+  // 2·(world-1)/world of their bytes per step (the bandwidth lower bound the ring attains).
+  int64_t allreduce_min_bytes() const { return allreduce_min_bytes_; }
 
  private:
   ModelBundle* b_;
@@ -48,6 +51,7 @@ class StepRunner {
   Job job_;
   std::vector<float> logits_, dlogits_, probs_;
   std::vector<float> reduce_;  // every dense gradient, then the loss sum
+  int64_t allreduce_min_bytes_ = 0;
 };
 
 }  // namespace rectrain::train::internal
