@@ -320,7 +320,25 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
       }
     }
   }
+  if (options_.registry != nullptr) ExportRanks(p.ranks);
   if (options_.store == nullptr || !p.log_line) return;
+  // A job: every rank's figures, as rank<r>/... metrics of the run.
+  std::vector<track::MetricValue> per_rank;
+  std::vector<std::string> names;
+  names.reserve(p.ranks.size() * 6);
+  for (const RankFigures& f : p.ranks) {
+    const std::string prefix = "rank" + std::to_string(f.rank) + "/";
+    const std::pair<const char*, double> values[] = {
+        {"rows", static_cast<double>(f.rows)},
+        {"ids_owned", static_cast<double>(f.ids_owned)},
+        {"bytes_sent", static_cast<double>(f.bytes_sent)},
+        {"exchange_s", f.breakdown.exchange},
+        {"allreduce_s", f.breakdown.allreduce},
+        {"compute_s", f.breakdown.forward + f.breakdown.backward}};
+    for (const auto& [name, v] : values) names.push_back(prefix + name);
+    for (size_t i = 0; i < std::size(values); ++i) per_rank.push_back({names[names.size() - std::size(values) + i], values[i].second});
+  }
+  if (!per_rank.empty()) Write(options_.store->LogMetrics(*run_, p.step, per_rank), "per-rank metrics");
   const double cpu = CpuSeconds(), wall = WallSeconds();
   const double cpu_percent =
       wall > last_cpu_wall_ ? 100.0 * (cpu - last_cpu_seconds_) / (wall - last_cpu_wall_) : 0.0;
@@ -339,6 +357,49 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
       {"system/cpu_percent", cpu_percent},
   };
   Write(options_.store->LogMetrics(*run_, p.step, m), "metrics");
+}
+
+void RunRecorder::ExportRanks(const std::vector<RankFigures>& ranks) {
+  http::MetricsRegistry& reg = *options_.registry;
+  for (const RankFigures& f : ranks) {
+    auto it = ranks_.find(f.rank);
+    if (it == ranks_.end()) {
+      const http::Labels l{{"run", run_label_}, {"rank", std::to_string(f.rank)}};
+      auto g = [&](const char* name, const char* help, const http::Labels& labels) -> http::Gauge* {
+        auto r = reg.GetGauge(name, help, labels);
+        return r.ok() ? *r : nullptr;
+      };
+      auto c = [&](const char* name, const char* help, const http::Labels& labels) -> http::Counter* {
+        auto r = reg.GetCounter(name, help, labels);
+        return r.ok() ? *r : nullptr;
+      };
+      RankSeries rs;
+      rs.rows = c("rectrain_rank_rows_total", "Training rows a rank trained on (this session).", l);
+      rs.ids_owned = g("rectrain_rank_embedding_rows", "Embedding rows resident on a rank (all tables).", l);
+      rs.bytes_sent = c("rectrain_rank_bytes_sent_total", "Bytes a rank sent to the other ranks.", l);
+      rs.bytes_received = c("rectrain_rank_bytes_received_total", "Bytes a rank received from the others.", l);
+      for (const char* phase : {"data_wait", "lookup", "exchange", "forward", "backward", "allreduce", "sparse_update",
+                                "dense_update"}) {
+        http::Labels pl = l;
+        pl.emplace_back("phase", phase);
+        rs.phases[phase] = c("rectrain_rank_step_seconds_total", "Seconds a rank spent in each phase of its steps.", pl);
+      }
+      it = ranks_.emplace(f.rank, rs).first;
+    }
+    RankSeries& rs = it->second;
+    if (rs.rows) rs.rows->SetTotal(static_cast<double>(f.rows));
+    if (rs.ids_owned) rs.ids_owned->Set(static_cast<double>(f.ids_owned));
+    if (rs.bytes_sent) rs.bytes_sent->SetTotal(static_cast<double>(f.bytes_sent));
+    if (rs.bytes_received) rs.bytes_received->SetTotal(static_cast<double>(f.bytes_received));
+    const PhaseSeconds& b = f.breakdown;
+    const std::pair<const char*, double> phases[] = {
+        {"data_wait", b.data_wait}, {"lookup", b.lookup},       {"exchange", b.exchange},
+        {"forward", b.forward},     {"backward", b.backward},   {"allreduce", b.allreduce},
+        {"sparse_update", b.sparse_update}, {"dense_update", b.dense_update}};
+    for (const auto& [phase, v] : phases) {
+      if (http::Counter* ctr = rs.phases[phase]) ctr->SetTotal(v);
+    }
+  }
 }
 
 void RunRecorder::OnEval(int64_t step, const EvalMetrics& e) {

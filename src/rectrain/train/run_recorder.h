@@ -132,6 +132,16 @@ class RunRecorder : public TrainObserver {
     http::Gauge* oov_ratio = nullptr;
   };
   std::map<std::string, TableSeries> tables_;
+  // A job's per-rank series, labelled rank="r" (and phase="..." for the step breakdown).
+  struct RankSeries {
+    http::Counter* rows = nullptr;
+    http::Gauge* ids_owned = nullptr;
+    http::Counter* bytes_sent = nullptr;
+    http::Counter* bytes_received = nullptr;
+    std::map<std::string, http::Counter*> phases;
+  };
+  std::map<int, RankSeries> ranks_;
+  void ExportRanks(const std::vector<RankFigures>& ranks);
 
   std::thread heartbeat_;
   std::mutex hb_mu_;

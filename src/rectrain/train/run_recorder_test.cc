@@ -144,6 +144,44 @@ TEST_F(RunRecorderTest, RecordsAFinishedRun) {
   EXPECT_NE(text.find("process_resident_memory_bytes "), std::string::npos) << text;
 }
 
+// A job's per-rank figures: Prometheus series labelled by rank, rank<r>/... metrics in the store.
+TEST_F(RunRecorderTest, ExportsEveryRanksFigures) {
+  http::MetricsRegistry reg;
+  auto rec = RunRecorder::Start(Opts(&reg), track::RunInfo{}, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  const track::RunId id = *(*rec)->run_id();
+  (*rec)->OnStart(0);
+  ProgressInfo p;
+  p.step = 5;
+  p.log_line = true;
+  for (int r = 0; r < 2; ++r) {
+    RankFigures f;
+    f.rank = r;
+    f.rows = 1000 + r;
+    f.ids_owned = 300 + r;
+    f.bytes_sent = 5000 + r;
+    f.breakdown.exchange = 0.25 + r;
+    f.breakdown.allreduce = 0.5;
+    p.ranks.push_back(f);
+  }
+  (*rec)->OnProgress(p);
+  const std::string text = reg.Render();
+  const std::string run = "run=\"" + std::to_string(id) + "\"";
+  // (the registry writes labels in name order)
+  EXPECT_NE(text.find("rectrain_rank_bytes_sent_total{rank=\"1\"," + run + "} 5001\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rectrain_rank_embedding_rows{rank=\"0\"," + run + "} 300\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rectrain_rank_step_seconds_total{phase=\"exchange\",rank=\"1\"," + run + "} 1.25\n"),
+            std::string::npos)
+      << text;
+  auto bytes = store_->GetMetrics(id, "rank1/bytes_sent", 0);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_EQ(bytes->points.size(), 1u);
+  EXPECT_DOUBLE_EQ(bytes->points[0].value, 5001);
+  auto rows = store_->GetMetrics(id, "rank0/rows", 0);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_DOUBLE_EQ(rows->points.at(0).value, 1000);
+}
+
 TEST_F(RunRecorderTest, StoppedFailedAndAbandonedRuns) {
   track::RunInfo info;
   auto stopped = RunRecorder::Start(Opts(nullptr), info, {});
