@@ -11,6 +11,7 @@ namespace rectrain::cli {
 
 int RunDataGen(const std::vector<std::string>& args);
 int RunTrain(const std::vector<std::string>& args);
+int RunDoctor(const std::vector<std::string>& args);
 int RunEval(const std::vector<std::string>& args);
 int RunQuickstart(const std::vector<std::string>& args);
 int RunRuns(const std::vector<std::string>& args);

@@ -1,7 +1,12 @@
 #include "rectrain/dist/launch.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
+
+#include "rectrain/base/random.h"
 
 #if RECTRAIN_WITH_MPI
 #include "rectrain/dist/mpi_transport.h"
@@ -35,6 +40,17 @@ LaunchInfo DetectLaunch() {
     info = {"slurm", w, r};
   }
   return info;
+}
+
+std::string BuildId() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/self/exe", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(HashBytes(bytes, 0x6275696c64ULL)));
+    return std::string("rectrain ") + RECTRAIN_VERSION + " " + hex;
+  }();
+  return id;
 }
 
 bool MpiCompiledIn() { return RECTRAIN_WITH_MPI != 0; }

@@ -36,6 +36,10 @@ bool MpiCompiledIn();
 // The MPI library's version line ("Open MPI v4.1.4, ..."), or "" without MPI.
 std::string MpiLibraryVersion();
 
+// "rectrain <version> <16 hex digits of a hash of this executable's bytes>": equal on two hosts
+// exactly when they run the same binary (the ranks of a job must). Computed once per process.
+std::string BuildId();
+
 // The communicator of this process: Single() for a world of 1, else MPI. FailedPrecondition when
 // a launcher asks for several ranks but MPI is not compiled in (naming RECTRAIN_WITH_MPI), or
 // MPI reports another world size than the launcher's environment.

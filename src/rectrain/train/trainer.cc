@@ -24,6 +24,7 @@
 #include "rectrain/data/reader.h"
 #include "rectrain/io/file.h"
 #include "rectrain/optim/lr_schedule.h"
+#include "rectrain/dist/launch.h"
 #include "rectrain/train/checkpoint.h"
 #include "rectrain/train/internal/evaluator.h"
 #include "rectrain/train/internal/job.h"
@@ -48,9 +49,6 @@ const char* RunOutcomeName(RunOutcome outcome) {
 }
 
 namespace {
-
-// Differs between two builds of rectrain (the ranks of a job must run one binary).
-constexpr const char* kBuildStamp = __DATE__ " " __TIME__;
 
 template <typename T>
 Result<T> WithContext(Result<T> r, const std::string& context) {
@@ -397,7 +395,7 @@ Status TrainLoop::SetupLocal() {
 Status TrainLoop::SetupTogether() {
   if (!job_.distributed()) return OkStatus();
   // One config and one binary on every rank: the same config hash and build stamp.
-  std::vector<uint64_t> mine = {lc_.hash, HashBytes(kBuildStamp, 0)}, all;
+  std::vector<uint64_t> mine = {lc_.hash, HashBytes(dist::BuildId(), 0)}, all;
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const uint64_t>(mine), &all, nullptr));
   Status same;
   for (int r = 1; r < job_.world() && same.ok(); ++r) {
