@@ -64,6 +64,8 @@ def run_ours(binary, spec, train, valid, run_dir, threads, extra, ranks=1):
     return {"who": "rectrain" if ranks == 1 and threads == 2 else f"rectrain {ranks}x{threads}",
             "samples_per_sec": tr["samples_per_sec"], "auc": s["valid"]["auc"],
             "bytes_sent_per_rank": statistics.mean([r["bytes_sent"] for r in dist["ranks"]]) if dist else 0,
+            "bytes_over_min": (sum(r["bytes_sent"] for r in dist["ranks"]) /
+                               max(1, sum(r.get("min_bytes_sent", 0) for r in dist["ranks"]))) if dist else 0,
             "steps": tr["steps"],
             "logloss": s["valid"]["logloss"], "peak_rss_mib": s["peak_rss_bytes"] / 2**20,
             "wall_s": wall, "breakdown": tr.get("breakdown", {}),
@@ -123,7 +125,8 @@ def main():
             r = run_ours(args.binary, args.spec, train, valid, run_dir, threads, args.set, ranks)
             log(f"[{rep}] {r['who']}: {r['samples_per_sec']:.0f} samples/s  AUC {r['auc']:.4f}  "
                 f"logloss {r['logloss']:.4f}  peak RSS {r['peak_rss_mib']:.0f} MiB  breakdown {r['breakdown']}"
-                + (f"  bytes/step/rank {r['bytes_sent_per_rank'] / r['steps']:.0f}" if ranks > 1 else ""))
+                + (f"  bytes/step/rank {r['bytes_sent_per_rank'] / r['steps']:.0f} ({r['bytes_over_min']:.3f}x the minimum)"
+                   if ranks > 1 else ""))
             results.append(r)
         if args.peer:
             p = run_peer(args.peer_script, train, valid, args.threads)

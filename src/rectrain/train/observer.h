@@ -48,6 +48,7 @@ struct RankFigures {
   // The least its steps' exchanges could have sent: unique ids and rows each way, and the dense
   // gradients' AllReduce lower bound (bytes_sent / min_bytes_sent is the overhead).
   int64_t min_bytes_sent = 0;
+  int64_t allreduce_bytes_sent = 0;  // of bytes_sent, by AllReduces (the dense gradients' mostly)
   PhaseSeconds breakdown;
 };
 

@@ -481,7 +481,7 @@ Status TrainLoop::RefreshJobFigures() {
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(r), dist::ReduceOp::kSum));
   job_rejected_ = r[0];
   // Every rank's figures, in rank order (fixed-size records of doubles).
-  constexpr int kFields = 15;
+  constexpr int kFields = 16;
   const ps::StoreStats& st = bundle_.store->stats();
   const PhaseSeconds& b = summary_.breakdown;
   int64_t owned = 0;
@@ -491,7 +491,8 @@ Status TrainLoop::RefreshJobFigures() {
                                     static_cast<double>(job_.comm->stats().bytes_sent()),
                                     static_cast<double>(job_.comm->stats().bytes_received()), b.data_wait, b.lookup,
                                     b.exchange, b.forward, b.backward, b.allreduce, b.sparse_update, b.dense_update,
-                                    static_cast<double>(st.min_bytes_sent + runner_->allreduce_min_bytes())};
+                                    static_cast<double>(st.min_bytes_sent + runner_->allreduce_min_bytes()),
+                                    static_cast<double>(job_.comm->stats().of(dist::CommOp::kAllReduce).bytes_sent)};
   std::vector<double> all;
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const double>(mine), &all, nullptr));
   summary_.ranks.clear();
@@ -506,6 +507,7 @@ Status TrainLoop::RefreshJobFigures() {
     f.bytes_received = static_cast<int64_t>(x[5]);
     f.breakdown = {x[6], x[7], x[9], x[10], x[12], x[13], x[8], x[11]};
     f.min_bytes_sent = static_cast<int64_t>(x[14]);
+    f.allreduce_bytes_sent = static_cast<int64_t>(x[15]);
     summary_.ranks.push_back(f);
   }
   return OkStatus();
@@ -956,6 +958,7 @@ std::string SummaryJson(const TrainSummary& s) {
                        {"bytes_sent", f.bytes_sent},
                        {"bytes_received", f.bytes_received},
                        {"min_bytes_sent", f.min_bytes_sent},
+                       {"allreduce_bytes_sent", f.allreduce_bytes_sent},
                        {"breakdown", phases(f.breakdown, true)}});
     }
     j["dist"] = {{"world", s.world}, {"transport", s.transport}, {"data_split", s.data_split}, {"ranks", ranks}};
