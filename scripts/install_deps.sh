@@ -7,7 +7,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev zlib1g-dev
       libsnappy-dev liblz4-dev libxxhash-dev
       libsqlite3-dev libcpp-httplib-dev prometheus chromium
-      libopenmpi-dev openmpi-bin iproute2
+      libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist
       python3)
 if [[ "${1:-}" == "--peer" ]]; then
   # libopenblas0-pthread: without it libblas.so.3 is the unoptimised reference BLAS and the

@@ -1,6 +1,7 @@
 // Every config in examples/ parses strictly and builds its model for the criteo schema.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -22,8 +23,9 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
     if (e.path().extension() == ".yaml") names.push_back(e.path().stem());
   }
   std::sort(names.begin(), names.end());
-  // The five documented examples are all there.
-  EXPECT_EQ(names, (std::vector<std::string>{"dcn_v2", "deepfm", "fm", "lr", "wide_deep"}));
+  // The five documented CTR examples are all there (and the image classifier, tested below).
+  EXPECT_EQ(names, (std::vector<std::string>{"dcn_v2", "deepfm", "fashion_mnist_mlp", "fm", "lr", "wide_deep"}));
+  names.erase(std::find(names.begin(), names.end(), "fashion_mnist_mlp"));
   std::vector<std::string> sparse;
   for (int i = 1; i <= 26; ++i) sparse.push_back("C" + std::to_string(i));
   for (const auto& name : names) {
@@ -35,6 +37,20 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
     auto model = nn::MakeModel(c->config.model, sparse, 13, c->config.embedding);
     ASSERT_TRUE(model.ok()) << model.status();
   }
+}
+
+// The data-parallel image classifier: IDX input, a softmax MLP over 784 pixels and 10 classes.
+TEST(Examples, FashionMnistMlpParsesAndBuildsItsModel) {
+  auto c = config::LoadTrainConfig(SourceDir() + "/examples/fashion_mnist_mlp.yaml", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config.data.schema.format, "idx");
+  EXPECT_EQ(c->config.model.type, "mlp");
+  EXPECT_EQ(c->config.model.num_classes, 10);
+  EXPECT_EQ(c->config.train.early_stopping.metric, "accuracy");
+  auto model = nn::MakeModel(c->config.model, {}, 784, c->config.embedding);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->num_outputs(), 10);
+  EXPECT_TRUE((*model)->spec().tables.empty());
 }
 
 // examples/libsvm/: the libsvm (LR over the bag of indices) and libffm (DeepFM over 8 fields)

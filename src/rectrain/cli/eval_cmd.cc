@@ -45,12 +45,21 @@ int RunEval(const std::vector<std::string>& args) {
       j["gauc"] = num(m.gauc);
       j["gauc_groups"] = m.gauc_groups;
     }
+    if (!std::isnan(m.accuracy)) {
+      j["accuracy"] = m.accuracy;
+      j["top5_accuracy"] = num(m.top5_accuracy);
+    }
     if (!report->data_source.empty()) j["data_source"] = report->data_source;
     if (report->has_oracle) j["oracle"] = {{"auc", num(report->oracle.auc)}, {"logloss", num(report->oracle.logloss)}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   if (!report->data_source.empty()) std::printf("data         %s\n", report->data_source.c_str());
+  if (!std::isnan(m.accuracy)) {  // a classifier (model.num_classes >= 2)
+    std::printf("rows         %lld\naccuracy     %.5f\ntop5         %.5f\nlogloss      %.5f\n",
+                static_cast<long long>(m.rows), m.accuracy, m.top5_accuracy, m.logloss);
+    return 0;
+  }
   std::printf("rows         %lld (%lld positive)\n", static_cast<long long>(m.rows),
               static_cast<long long>(m.positives));
   std::printf("auc          %.5f\n", m.auc);

@@ -100,7 +100,10 @@ int RunTrain(const std::vector<std::string>& args) {
   std::printf("run: %s (%s, %lld steps, %.0f samples/s%s)\n", result->run_dir.c_str(), train::RunOutcomeName(s.status),
               static_cast<long long>(s.steps), s.samples_per_sec,
               s.world > 1 ? (", " + std::to_string(s.world) + " ranks").c_str() : "");
-  if (s.has_valid) {
+  if (s.has_valid && !std::isnan(s.valid.accuracy)) {
+    std::printf("valid: accuracy %.5f  top5 %.5f  logloss %.5f  (%lld rows)\n", s.valid.accuracy, s.valid.top5_accuracy,
+                s.valid.logloss, static_cast<long long>(s.valid.rows));
+  } else if (s.has_valid) {
     std::printf("valid: auc %.5f  logloss %.5f", s.valid.auc, s.valid.logloss);
     if (!std::isnan(s.valid.gauc)) std::printf("  gauc %.5f", s.valid.gauc);
     std::printf("  calibration %.4f  ne %.4f  (%lld rows)\n", s.valid.calibration, s.valid.ne,

@@ -43,7 +43,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.valid_files = b.StringList("data.valid", {});
   data::SchemaConfig& schema = c.data.schema;
   schema.format =
-      b.String("data.format", "auto", {"auto", "criteo", "csv", "tsv", "parquet", "libsvm", "libffm"});
+      b.String("data.format", "auto", {"auto", "criteo", "csv", "tsv", "parquet", "libsvm", "libffm", "idx"});
   schema.criteo_dense = static_cast<int>(b.Int("data.criteo_dense", 13, Range::Closed(0, 10000)));
   schema.criteo_sparse =
       static_cast<int>(b.Int("data.criteo_sparse", 26, Range::Closed(0, 10000)));
@@ -130,6 +130,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.model.dropout = b.Float("model.dropout", 0.0f, Range::HalfOpen(0, 1));
   c.model.layer_norm = b.Bool("model.layer_norm", false);
   c.model.cross_layers = static_cast<int>(b.Int("model.cross_layers", 3, Range::Closed(0, 64)));
+  c.model.num_classes = static_cast<int>(b.Int("model.num_classes", 1, Range::Closed(1, 100000)));
+  if (c.model.num_classes > 1 && c.model.type != "mlp") {
+    b.AddError("model.num_classes", std::to_string(c.model.num_classes) + " classes need model.type: mlp (a softmax classifier)");
+  }
   // auto: bf16 where the CPU multiplies bf16 natively (AVX512_BF16), fp32 elsewhere, so one
   // config (the bench specs) runs at its best on either kind of machine. The trainer logs it.
   const std::string precision = b.String("model.precision", "fp32", {"fp32", "bf16", "auto"});
@@ -201,7 +205,13 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   t.checkpoint_every_steps = b.Int("train.checkpoint_every_steps", 0, Range::Closed(0, kMaxInt));
   t.keep_checkpoints = b.Int("train.keep_checkpoints", 3, Range::Closed(1, 1000000));
   t.log_every_steps = b.Int("train.log_every_steps", 100, Range::Closed(1, kMaxInt));
-  t.early_stopping.metric = b.String("train.early_stopping.metric", "auc", {"auc", "logloss"});
+  t.early_stopping.metric = b.String("train.early_stopping.metric", "auc", {"auc", "logloss", "accuracy"});
+  t.accumulate_steps = b.Int("train.accumulate_steps", 1, Range::Closed(1, 4096));
+  if (t.early_stopping.metric == "auc" && c.model.num_classes > 1) {
+    t.early_stopping.metric = "accuracy";  // AUC is a binary metric; a classifier's default is accuracy
+  } else if (t.early_stopping.metric == "accuracy" && c.model.num_classes == 1) {
+    b.AddError("train.early_stopping.metric", "accuracy needs model.num_classes >= 2; a CTR model watches auc or logloss");
+  }
   t.early_stopping.patience = b.Int("train.early_stopping.patience", 0, Range::Closed(0, kMaxInt));
   t.early_stopping.min_delta = b.Double("train.early_stopping.min_delta", 0.0, Range::AtLeast(0));
 
@@ -276,6 +286,9 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   const std::string split = b.String("dist.data_split", "auto", {"auto", "shards", "batches"});
   c.dist.data_split = split == "shards" ? DataSplit::kShards : split == "batches" ? DataSplit::kBatches : DataSplit::kAuto;
   c.dist.timeout_s = b.Double("dist.timeout_s", 300.0, Range{0, 1e6, true, false});
+  c.dist.batch_per_rank = b.String("dist.batch", "global", {"global", "per_rank"}) == "per_rank";
+  const std::string scaling = b.String("dist.lr_scaling", "none", {"none", "linear", "sqrt"});
+  c.dist.lr_scaling = scaling == "linear" ? LrScaling::kLinear : scaling == "sqrt" ? LrScaling::kSqrt : LrScaling::kNone;
 
   // Cross-key consistency.
   if (c.train_files.empty()) {
@@ -294,7 +307,8 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
         return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
       });
   // libsvm defaults to one categorical feature holding every index (docs/formats/libsvm.md).
-  if ((schema.format == "auto" ? all_parquet : schema.format != "criteo" && schema.format != "libsvm") &&
+  if ((schema.format == "auto" ? all_parquet
+                               : schema.format != "criteo" && schema.format != "libsvm" && schema.format != "idx") &&
       schema.dense.empty() && schema.sparse.empty()) {
     b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
   }

@@ -32,7 +32,7 @@
 namespace rectrain::config {
 
 struct EarlyStoppingConfig {
-  std::string metric = "auc";  // auc (higher is better) | logloss (lower is better)
+  std::string metric = "auc";  // auc, accuracy (higher is better) | logloss (lower is better)
   int64_t patience = 0;        // evaluations without improvement before stopping; 0 = off
   double min_delta = 0.0;      // an improvement must exceed this
 };
@@ -44,6 +44,9 @@ struct TrainerSettings {
   int64_t checkpoint_every_steps = 0;  // 0 = checkpoint only at the end (and on SIGINT/SIGTERM)
   int64_t keep_checkpoints = 3;
   int64_t log_every_steps = 100;
+  // Gradient accumulation: every step's batch is run through the model in this many slices (the
+  // activations of one slice in memory at a time) whose gradients are summed before one update.
+  int64_t accumulate_steps = 1;
   EarlyStoppingConfig early_stopping;
 };
 
@@ -77,10 +80,16 @@ enum class DistMode : uint8_t { kSync, kAsync };
 // Parquet row groups, cache blocks; data/pass_plan.h); batches = each reads the whole pass and
 // trains on its slice of every global batch, so the model does not depend on the rank count.
 enum class DataSplit : uint8_t { kAuto, kShards, kBatches };
+// dist.lr_scaling: the learning rates multiplied by the number of ranks (linear) or its root.
+enum class LrScaling : uint8_t { kNone, kLinear, kSqrt };
 struct DistSettings {
   DistMode mode = DistMode::kSync;
   DataSplit data_split = DataSplit::kAuto;  // auto: batches with deterministic: true, else shards
   double timeout_s = 300;                   // a peer silent this long fails the job, naming it
+  // dist.batch per_rank: data.batch_size rows per rank, so the global batch grows with the ranks
+  // (PyTorch DDP's convention); global (default): data.batch_size is the global batch.
+  bool batch_per_rank = false;
+  LrScaling lr_scaling = LrScaling::kNone;
 };
 const char* DataSplitName(DataSplit split);
 

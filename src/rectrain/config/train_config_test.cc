@@ -131,7 +131,7 @@ TEST(TrainConfig, AllErrorsReportedTogether) {
             "  embedding.optimiser: unknown key; did you mean embedding.optimizer? "
             "(--set embedding.optimiser.lr=0.1)\n"
             "  data.batch_size: 0 is out of range [1, 16777216] (c.yaml:1:22)\n"
-            "  model.type: \"deepfn\" is not one of lr, fm, wide_deep, deepfm, dcn_v2; did you "
+            "  model.type: \"deepfn\" is not one of lr, fm, wide_deep, deepfm, dcn_v2, mlp; did you "
             "mean deepfm? (c.yaml:4:3)\n"
             "  optimizer.lr: -1 is out of range (0, +inf) (c.yaml:5:13)\n"
             "  train.epochs: expected an integer, got \"two\" (c.yaml:6:9)");
@@ -208,7 +208,7 @@ TEST(TrainConfig, DataPipelineErrors) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
             "invalid configuration (4 errors):\n"
-            "  data.format: \"parket\" is not one of auto, criteo, csv, tsv, parquet, libsvm, libffm; did you mean "
+            "  data.format: \"parket\" is not one of auto, criteo, csv, tsv, parquet, libsvm, libffm, idx; did you mean "
             "parquet? (c.yaml:3:3)\n"
             "  data.negative_downsampling: 0 is out of range (0, 1] (c.yaml:6:3)\n"
             "  data.filters: [0] row filter \"x maybe\": expected \"COL not null\", \"COL in [a, "
@@ -265,6 +265,47 @@ TEST(TrainConfig, Checks) {
             "invalid configuration (2 errors):\n"
             "  checks.max_null_ratio.I1: expected a ratio in [0, 1], got \"2\" (c.yaml:2:27)\n"
             "  checks.label_rate: expected [min, max] with 0 <= min <= max <= 1 (c.yaml:2:35)");
+}
+
+TEST(TrainConfig, DistKeys) {
+  auto d = Load("data: {train: a.tsv}\n");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->config.dist.mode, DistMode::kSync);
+  EXPECT_EQ(d->config.dist.data_split, DataSplit::kAuto);
+  EXPECT_EQ(d->config.ResolvedDataSplit(), DataSplit::kShards);
+  EXPECT_DOUBLE_EQ(d->config.dist.timeout_s, 300.0);
+  EXPECT_FALSE(d->config.dist.batch_per_rank);
+  EXPECT_EQ(d->config.dist.lr_scaling, LrScaling::kNone);
+  auto det = Load("deterministic: true\ndata: {train: a.tsv}\n");
+  ASSERT_TRUE(det.ok());
+  EXPECT_EQ(det->config.ResolvedDataSplit(), DataSplit::kBatches);
+  auto set = Load("data: {train: a.tsv}\ndist: {data_split: batches, timeout_s: 5, batch: per_rank, lr_scaling: sqrt}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->config.ResolvedDataSplit(), DataSplit::kBatches);
+  EXPECT_DOUBLE_EQ(set->config.dist.timeout_s, 5.0);
+  EXPECT_TRUE(set->config.dist.batch_per_rank);
+  EXPECT_EQ(set->config.dist.lr_scaling, LrScaling::kSqrt);
+  auto async = Load("data: {train: a.tsv}\ndist: {mode: async}\n");
+  ASSERT_FALSE(async.ok());
+  EXPECT_NE(async.status().message().find("dist.mode: async (the asynchronous parameter-server mode) is not implemented yet"),
+            std::string::npos)
+      << async.status();
+  EXPECT_FALSE(Load("data: {train: a.tsv}\ndist: {timeout_s: 0}\n").ok());
+}
+
+TEST(TrainConfig, ClassifierKeys) {
+  auto c = Load("data: {train: x-images-idx3-ubyte.gz, format: idx}\nmodel: {type: mlp, num_classes: 10}\n"
+                "train: {accumulate_steps: 4}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config.model.num_classes, 10);
+  EXPECT_EQ(c->config.train.accumulate_steps, 4);
+  EXPECT_EQ(c->config.train.early_stopping.metric, "accuracy");  // auc does not apply
+  auto wrong_type = Load("data: {train: a.tsv}\nmodel: {type: deepfm, num_classes: 3}\n");
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_NE(wrong_type.status().message().find("3 classes need model.type: mlp"), std::string::npos);
+  auto acc_binary = Load("data: {train: a.tsv}\ntrain: {early_stopping: {metric: accuracy}}\n");
+  ASSERT_FALSE(acc_binary.ok());
+  EXPECT_NE(acc_binary.status().message().find("accuracy needs model.num_classes >= 2"), std::string::npos);
 }
 
 }  // namespace rectrain::config

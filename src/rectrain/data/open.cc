@@ -4,12 +4,14 @@
 //   data.cache off                                                       -> the parsing reader
 //   data.cache auto: the keyed cache when one matches, else the parsing reader
 //   data.cache build: the keyed cache, written first from the parsing reader when missing
+//   IDX image files (format idx, or auto on ...-images-idx3-ubyte[.gz])   -> the IDX reader
 // A key that cannot be computed (a missing file, say) falls back to the parsing reader, whose
 // messages name the file and the option.
 #include <algorithm>
 #include <filesystem>
 
 #include "rectrain/data/cache.h"
+#include "rectrain/data/internal/idx_reader.h"
 #include "rectrain/data/internal/opener.h"
 #include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/reader.h"
@@ -39,6 +41,10 @@ Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config, c
     if (config.schema.format == "cache" && !paths.ok()) return paths.status();
     if (paths.ok() && ReadsCacheFiles(config, *paths)) {
       return OpenCacheReader(*paths, options, "", internal::DataSignature(config));
+    }
+    // IDX image datasets are read whole into memory: no keyed cache in front of them.
+    if (config.schema.format == "idx" || (config.schema.format == "auto" && paths.ok() && internal::LooksLikeIdx(*paths))) {
+      return internal::OpenIdxReader(config, options);
     }
   }
   if (config.cache == "off") return internal::OpenParsingReader(config, options);

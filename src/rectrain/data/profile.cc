@@ -1,5 +1,7 @@
 #include "rectrain/data/profile.h"
 
+#include "rectrain/data/internal/idx_reader.h"
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -342,11 +344,28 @@ Status ProfileParquet(const std::string& path, const LabelSpec& label, int64_t c
 // is filled, a single-valued field always has an id: only an empty multi-valued list is null),
 // and the label is counted as stored (no transform applied again). Read in file order up to cap
 // rows (whole batches of block rows: the count is exact).
+// The rows of a reader of decoded batches (a sample cache, IDX images): already transformed.
+Status ProfileBatches(std::unique_ptr<BatchReader> reader, const LabelSpec& label, int64_t cap, FileResult* r);
+
 Status ProfileCache(const std::string& path, const LabelSpec& label, int64_t cap, FileResult* r) {
   ReadOptions o;
   o.num_threads = 1;
   o.batch_size = 16384;
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, OpenCacheReader({path}, o));
+  return ProfileBatches(std::move(reader), label, cap, r);
+}
+
+Status ProfileIdx(const std::string& path, const LabelSpec& label, int64_t cap, FileResult* r) {
+  DataConfig c;
+  c.files = {path};
+  c.schema.format = "idx";
+  ReadOptions o;
+  o.batch_size = 16384;
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, internal::OpenIdxReader(c, o));
+  return ProfileBatches(std::move(reader), label, cap, r);
+}
+
+Status ProfileBatches(std::unique_ptr<BatchReader> reader, const LabelSpec& label, int64_t cap, FileResult* r) {
   const std::vector<std::string>& dense = reader->dense_names();
   const std::vector<std::string>& sparse = reader->sparse_names();
   r->names.push_back(label.column.empty() ? std::string("label") : label.column);
@@ -427,6 +446,8 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
   });
   if (cache || format == "cache") {
     format = "cache";
+  } else if (format == "auto" && internal::LooksLikeIdx(files)) {
+    format = "idx";
   } else if (format == "auto") {
     const bool parquet = std::all_of(files.begin(), files.end(), [](const std::string& f) {
       return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
@@ -434,8 +455,8 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
     format = parquet ? "parquet" : "criteo";
   }
   LabelSpec label;
-  label.column = format == "criteo" || (format == "cache" && schema.label.empty()) ? "label" : schema.label;
-  if (format == "cache") {
+  label.column = format == "criteo" || format == "idx" || (format == "cache" && schema.label.empty()) ? "label" : schema.label;
+  if (format == "cache" || format == "idx") {
     // the stored label is already transformed
   } else if (auto it = transforms.find(label.column); it != transforms.end()) {
     Result<FeatureTransform> t = ParseTransform(it->second);
@@ -461,6 +482,8 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
         statuses[i] = ProfileParquet(files[i], label, cap, &r);
       } else if (format == "cache") {
         statuses[i] = ProfileCache(files[i], label, cap, &r);
+      } else if (format == "idx") {
+        statuses[i] = ProfileIdx(files[i], label, cap, &r);
       } else if (format == "libsvm" || format == "libffm") {
         SchemaConfig s = schema;
         s.format = format;

@@ -43,4 +43,51 @@ double SigmoidCrossEntropy(std::span<const float> logits, std::span<const float>
   return total / static_cast<double>(n);
 }
 
+double SoftmaxCrossEntropy(std::span<const float> logits, int classes, std::span<const float> labels,
+                           std::span<float> dlogits, std::span<float> probs,
+                           const ComputeContext& compute) {
+  RECTRAIN_CHECK(classes >= 1 && logits.size() == labels.size() * static_cast<size_t>(classes))
+      << "logits " << logits.size() << " vs labels " << labels.size() << " x " << classes;
+  RECTRAIN_CHECK(dlogits.empty() || dlogits.size() == logits.size());
+  RECTRAIN_CHECK(probs.empty() || probs.size() == logits.size());
+  const int64_t n = static_cast<int64_t>(labels.size());
+  if (n == 0) return 0.0;
+  const float inv_n = 1.0f / static_cast<float>(n);
+  constexpr int kMaxRanges = 256;
+  double partial[kMaxRanges] = {};
+  ComputeContext ctx = compute;
+  ctx.num_threads = std::min(std::max(1, ctx.num_threads), kMaxRanges);
+  ParallelForEach(ctx, n, 256, [&](int range, int64_t begin, int64_t end) {
+    double sum = 0;
+    std::vector<float> e(static_cast<size_t>(classes));
+    for (int64_t i = begin; i < end; ++i) {
+      const float* z = logits.data() + i * classes;
+      const float yf = labels[static_cast<size_t>(i)];
+      const int y = static_cast<int>(yf);
+      const bool valid = yf >= 0.0f && y < classes && static_cast<float>(y) == yf;
+      float zmax = z[0];
+      for (int c = 1; c < classes; ++c) zmax = std::max(zmax, z[c]);
+      double denom = 0;
+      for (int c = 0; c < classes; ++c) {
+        e[static_cast<size_t>(c)] = std::exp(z[c] - zmax);
+        denom += e[static_cast<size_t>(c)];
+      }
+      // −log softmax(z)[y] = log Σ exp(z − max) − (z_y − max)
+      sum += valid ? std::log(denom) - static_cast<double>(z[y] - zmax) : std::nan("");
+      const float inv = static_cast<float>(1.0 / denom);
+      for (int c = 0; c < classes; ++c) {
+        const float p = e[static_cast<size_t>(c)] * inv;
+        if (!probs.empty()) probs[static_cast<size_t>(i * classes + c)] = p;
+        if (!dlogits.empty()) {
+          dlogits[static_cast<size_t>(i * classes + c)] = valid ? (p - (c == y ? 1.0f : 0.0f)) * inv_n : 0.0f;
+        }
+      }
+    }
+    partial[range] = sum;
+  });
+  double total = 0;
+  for (int r = 0; r < kMaxRanges; ++r) total += partial[r];
+  return total / static_cast<double>(n);
+}
+
 }  // namespace rectrain::nn

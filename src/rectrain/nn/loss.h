@@ -15,4 +15,14 @@ double SigmoidCrossEntropy(std::span<const float> logits, std::span<const float>
                            std::span<float> dlogits, std::span<float> probs,
                            const ComputeContext& compute);
 
+// Multi-class: `logits` is [n × classes] row-major, `labels[i]` the class index of row i (a
+// float holding 0, 1, ..., classes-1). Returns the mean over rows of −log softmax(z_i)[y_i],
+// computed stably (the row maximum subtracted). `dlogits` (same size as logits, or empty) gets
+// (softmax(z_i) − onehot(y_i)) / n; `probs` (same size, or empty) the softmax. A label outside
+// [0, classes) makes the loss NaN and its rows' gradients 0 (the caller reports it: a data
+// error, not a programmer error). Deterministic for a fixed thread count.
+double SoftmaxCrossEntropy(std::span<const float> logits, int classes, std::span<const float> labels,
+                           std::span<float> dlogits, std::span<float> probs,
+                           const ComputeContext& compute);
+
 }  // namespace rectrain::nn

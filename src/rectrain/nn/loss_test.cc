@@ -74,5 +74,77 @@ TEST(SigmoidCrossEntropyTest, ParallelMatchesSerialClosely) {
   EXPECT_EQ(l2, SigmoidCrossEntropy(z, y, {}, {}, ComputeContext{2}));  // deterministic
 }
 
+double NaiveSoftmaxCe(const float* z, int classes, int y) {
+  double denom = 0;
+  for (int c = 0; c < classes; ++c) denom += std::exp(static_cast<double>(z[c]));
+  return -(static_cast<double>(z[y]) - std::log(denom));
+}
+
+TEST(SoftmaxCrossEntropyTest, MatchesNaiveFormulaAndIsStable) {
+  const int classes = 4;
+  std::vector<float> z = {0.1f, -1.0f, 2.0f, 0.5f, /**/ 3.0f, 3.0f, -2.0f, 0.0f, /**/ 0, 0, 0, 0};
+  std::vector<float> y = {2, 0, 3};
+  std::vector<float> dz(z.size()), p(z.size());
+  const double loss = SoftmaxCrossEntropy(z, classes, y, dz, p, ComputeContext{1});
+  double expect = 0;
+  for (int i = 0; i < 3; ++i) {
+    expect += NaiveSoftmaxCe(z.data() + i * classes, classes, static_cast<int>(y[i])) / 3;
+    double psum = 0;
+    for (int c = 0; c < classes; ++c) psum += p[i * classes + c];
+    EXPECT_NEAR(psum, 1.0, 1e-6);
+  }
+  EXPECT_NEAR(loss, expect, 1e-6);
+  EXPECT_NEAR(p[2 * classes + 1], 0.25f, 1e-7);
+  EXPECT_NEAR(dz[2 * classes + 3], (0.25 - 1.0) / 3, 1e-7);
+  // Huge logits stay finite.
+  std::vector<float> big = {1000.0f, -1000.0f, 0.0f};
+  std::vector<float> lb = {1};
+  std::vector<float> g(3);
+  const double l2 = SoftmaxCrossEntropy(big, 3, lb, g, {}, ComputeContext{1});
+  EXPECT_NEAR(l2, 2000.0, 1e-3);
+  EXPECT_FLOAT_EQ(g[0], 1.0f);
+  EXPECT_FLOAT_EQ(g[1], -1.0f);
+}
+
+TEST(SoftmaxCrossEntropyTest, GradientMatchesFiniteDifferences) {
+  Rng rng(8);
+  const int classes = 5, n = 13;
+  std::vector<float> z(n * classes), y(n);
+  for (auto& v : z) v = static_cast<float>(rng.Normal() * 2);
+  for (auto& v : y) v = static_cast<float>(rng.Below(classes));
+  std::vector<float> dz(z.size());
+  SoftmaxCrossEntropy(z, classes, y, dz, {}, ComputeContext{1});
+  auto loss = [&] { return SoftmaxCrossEntropy(z, classes, y, {}, {}, ComputeContext{1}); };
+  testing::GradCheckOptions opts;
+  opts.atol = 1e-5;
+  const auto r = testing::CheckGradient("softmax_ce.logits", z, dz, loss, opts);
+  EXPECT_TRUE(r.ok()) << r.ToString();
+}
+
+TEST(SoftmaxCrossEntropyTest, ABadLabelIsNanWithZeroGradient) {
+  std::vector<float> z = {0.0f, 1.0f, 0.0f, 1.0f};
+  std::vector<float> y = {1, 7};  // 7 is not a class of 2
+  std::vector<float> dz(4);
+  EXPECT_TRUE(std::isnan(SoftmaxCrossEntropy(z, 2, y, dz, {}, ComputeContext{1})));
+  EXPECT_EQ(dz[2], 0.0f);
+  EXPECT_EQ(dz[3], 0.0f);
+  std::vector<float> frac = {0.5f};
+  std::vector<float> z1 = {0.0f, 0.0f};
+  EXPECT_TRUE(std::isnan(SoftmaxCrossEntropy(z1, 2, frac, {}, {}, ComputeContext{1})));
+}
+
+TEST(SoftmaxCrossEntropyTest, ThreadCountDoesNotChangeTheGradients) {
+  Rng rng(9);
+  const int classes = 10, n = 3000;
+  std::vector<float> z(n * classes), y(n);
+  for (auto& v : z) v = static_cast<float>(rng.Normal());
+  for (auto& v : y) v = static_cast<float>(rng.Below(classes));
+  std::vector<float> d1(z.size()), d2(z.size());
+  const double l1 = SoftmaxCrossEntropy(z, classes, y, d1, {}, ComputeContext{1});
+  const double l2 = SoftmaxCrossEntropy(z, classes, y, d2, {}, ComputeContext{2});
+  EXPECT_NEAR(l1, l2, 1e-12);
+  EXPECT_EQ(d1, d2);
+}
+
 }  // namespace
 }  // namespace rectrain::nn

@@ -71,13 +71,16 @@ class Model {
   virtual ~Model() = default;
   virtual std::string name() const = 0;
   virtual const ModelSpec& spec() const = 0;
+  // Logits per row: 1 for a CTR model (a sigmoid output), the number of classes for a softmax
+  // classifier (model.type mlp with model.num_classes >= 2).
+  virtual int num_outputs() const { return 1; }
 
-  // Writes logits[batch_size]. `training` enables dropout. Errors: InvalidArgument on shape
-  // mismatches (naming the field or table).
+  // Writes logits[batch_size × num_outputs()] (row-major). `training` enables dropout. Errors:
+  // InvalidArgument on shape mismatches (naming the field or table).
   [[nodiscard]] virtual Status Forward(const ForwardInput& input, bool training,
                                        std::span<float> logits, const ComputeContext& compute) = 0;
 
-  // Given dL/dlogits[batch_size] for the last Forward, accumulates dense parameter gradients
+  // Given dL/dlogits[batch_size × num_outputs()] for the last Forward, accumulates dense parameter gradients
   // (overwriting, not adding to, previous steps') and writes table_grads[t] (num_unique × dim
   // of table t, zeroed by the model first).
   [[nodiscard]] virtual Status Backward(std::span<const float> dlogits,

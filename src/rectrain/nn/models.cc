@@ -29,7 +29,7 @@
 namespace rectrain::nn {
 namespace {
 
-const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2"};
+const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "mlp"};
 
 struct Parts {
   bool first_order = false;
@@ -198,6 +198,93 @@ class ComposedModel final : public Model {
   tensor::Tensor x0_, dx0_, lead_, linear_out_, fm_out_, deep_out_, scratch_;
 };
 
+// mlp: logits = MLP([pooled embeddings | dense]) with num_outputs logits per row — a plain
+// DNN for CTR (1 output) or a softmax classifier (num_classes outputs), e.g. the image MLP of
+// examples/fashion_mnist_mlp.yaml (dense pixels only, no embedding tables).
+class MlpModel final : public Model {
+ public:
+  MlpModel(ModelSpec spec, std::unique_ptr<EmbeddingBag> bag, int64_t emb_width, std::unique_ptr<Sequential> deep,
+           int outputs, GemmPrecision precision)
+      : spec_(std::move(spec)),
+        bag_(std::move(bag)),
+        emb_width_(emb_width),
+        num_dense_(spec_.num_dense),
+        deep_(std::move(deep)),
+        outputs_(outputs),
+        precision_(precision) {}
+
+  std::string name() const override { return "mlp"; }
+  const ModelSpec& spec() const override { return spec_; }
+  int num_outputs() const override { return outputs_; }
+
+  Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
+                 const ComputeContext& compute) override {
+    const int64_t batch = input.batch_size;
+    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
+    if (static_cast<int64_t>(logits.size()) != batch * outputs_) {
+      return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size x " +
+                                  std::to_string(outputs_) + " = " + std::to_string(batch * outputs_));
+    }
+    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
+      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
+                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " +
+                                  std::to_string(num_dense_));
+    }
+    ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
+    batch_ = -1;
+    const int64_t width = emb_width_ + num_dense_;
+    x0_.Resize(batch, width);
+    if (emb_width_ > 0) {
+      RECTRAIN_RETURN_IF_ERROR(bag_->Forward(batch, input.tables, input.fields, x0_.view(), {}, compute))
+          << "model mlp";
+    }
+    if (num_dense_ > 0) {
+      const float* dense = input.dense.data();
+      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) std::memcpy(x0_.row(r) + emb_width_, dense + r * num_dense_, sizeof(float) * num_dense_);
+      });
+    }
+    out_.Resize(batch, outputs_);
+    RECTRAIN_RETURN_IF_ERROR(deep_->Forward(x0_.view(), out_.view(), ctx_));
+    std::memcpy(logits.data(), out_.data(), sizeof(float) * static_cast<size_t>(batch * outputs_));
+    batch_ = batch;
+    return OkStatus();
+  }
+
+  Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
+                  const ComputeContext& compute) override {
+    if (batch_ < 0) return FailedPreconditionError("model mlp: Backward before Forward");
+    if (static_cast<int64_t>(dlogits.size()) != batch_ * outputs_) {
+      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " +
+                                  std::to_string(batch_ * outputs_));
+    }
+    ctx_.compute = compute;
+    scratch_.Resize(batch_, outputs_);
+    std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * dlogits.size());
+    dx0_.Resize(batch_, emb_width_ > 0 ? emb_width_ + num_dense_ : 0);
+    RECTRAIN_RETURN_IF_ERROR(deep_->Backward(x0_.view(), out_.view(), scratch_.view(),
+                                             emb_width_ > 0 ? dx0_.view() : MatrixView{}, ctx_));
+    if (emb_width_ > 0) {
+      RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dx0_.view(), {}, table_grads, compute)) << "model mlp";
+    }
+    return OkStatus();
+  }
+
+  std::vector<optim::ParamRef> Params() override { return deep_->Params(); }
+
+ private:
+  ModelSpec spec_;
+  std::unique_ptr<EmbeddingBag> bag_;
+  int64_t emb_width_;
+  int64_t num_dense_;
+  std::unique_ptr<Sequential> deep_;
+  int outputs_;
+  GemmPrecision precision_;
+  LayerContext ctx_;
+  int64_t batch_ = -1;
+  tensor::Tensor x0_, dx0_, out_, scratch_;
+};
+
 std::string JoinTypes() {
   std::string s;
   for (const char* t : kModelTypes) s += (s.empty() ? "" : ", ") + std::string(t);
@@ -206,7 +293,7 @@ std::string JoinTypes() {
 
 // Hidden blocks of the deep part: Dense [+ LayerNorm + ReLU | fused ReLU] [+ Dropout], then
 // the logit layer "mlp.out".
-void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep) {
+void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep, int64_t out = 1) {
   for (size_t i = 0; i < config.hidden.size(); ++i) {
     const std::string prefix = "mlp." + std::to_string(i);
     const int64_t h = config.hidden[i];
@@ -224,7 +311,7 @@ void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep) {
     }
     in = h;
   }
-  deep.Add(std::make_unique<Dense>("mlp.out", in, 1, Activation::kNone, WeightInit::kXavier,
+  deep.Add(std::make_unique<Dense>("mlp.out", in, out, Activation::kNone, WeightInit::kXavier,
                                    config.seed));
 }
 
@@ -307,14 +394,21 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.dropout must be in [0, 1), got " +
                                 std::to_string(config.dropout));
   }
+  if (config.num_classes < 1 || config.num_classes > 100000) {
+    return InvalidArgumentError("model.num_classes must be in [1, 100000], got " + std::to_string(config.num_classes));
+  }
+  if (config.num_classes > 1 && type != "mlp") {
+    return InvalidArgumentError("model.num_classes " + std::to_string(config.num_classes) + " needs model.type mlp (a softmax "
+                                "classifier); \"" + type + "\" has one logit (CTR)");
+  }
   if (type == "dcn_v2" && config.cross_layers < 1) {
     return InvalidArgumentError("model.cross_layers must be >= 1 for dcn_v2, got " +
                                 std::to_string(config.cross_layers));
   }
 
   // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
-  // rides in column 0 of the same row (lead = 1) for every type except dcn_v2.
-  const int lead = type == "dcn_v2" ? 0 : 1;
+  // rides in column 0 of the same row (lead = 1) for every type except dcn_v2 and mlp.
+  const int lead = type == "dcn_v2" || type == "mlp" ? 0 : 1;
   std::vector<int> emb_dims(sparse_names.size());
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     auto it = config.field_dims.find(sparse_names[f]);
@@ -349,6 +443,12 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   const int64_t emb_width = col;
   auto bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
 
+  if (type == "mlp") {
+    auto deep = std::make_unique<Sequential>("deep");
+    AddMlp(config, emb_width + num_dense, *deep, config.num_classes);
+    return std::unique_ptr<Model>(std::make_unique<MlpModel>(std::move(spec), std::move(bag), emb_width,
+                                                             std::move(deep), config.num_classes, config.precision));
+  }
   Parts parts;
   parts.first_order = type != "dcn_v2";
   if (type == "fm" || type == "deepfm") {

@@ -64,6 +64,13 @@ std::vector<ModelCase> Cases() {
   dfm.config.layer_norm = true;
   dfm.config.dropout = 0.25f;
   cases.push_back(dfm);
+  // A softmax classifier: 4 logits per row, with and without embeddings, and dense only.
+  ModelCase softmax{"mlp_softmax4", SmallConfig("mlp")};
+  softmax.config.num_classes = 4;
+  cases.push_back(softmax);
+  ModelCase softmax_dropout{"mlp_softmax4_dropout", softmax.config};
+  softmax_dropout.config.dropout = 0.2f;
+  cases.push_back(softmax_dropout);
   for (std::string type : {"wide_deep", "dcn_v2"}) {
     ModelCase c{type + "_field_dims", SmallConfig(type)};
     c.config.field_dims = {{"C2", 2}, {"C3", 4}};
@@ -100,14 +107,20 @@ TEST_P(ModelGradTest, GradientThroughTheLossMatchesFiniteDifferences) {
     }
   }
   testing::SyntheticBatch batch(model->spec(), 5, 8);
-  std::vector<float> labels = {1, 0, 0, 1, 0}, logits(5), dlogits(5);
+  const int k = model->num_outputs();
+  std::vector<float> labels = {1, 0, 0, 1, 0}, logits(5 * k), dlogits(5 * k);
+  if (k > 1) labels = {1, 3, 0, 2, 1};
   const ComputeContext compute{1};
+  auto ce = [&](std::span<float> d) {
+    return k > 1 ? SoftmaxCrossEntropy(logits, k, labels, d, {}, compute)
+                 : SigmoidCrossEntropy(logits, labels, d, {}, compute);
+  };
   auto loss = [&] {
     RECTRAIN_CHECK(model->Forward(batch.input(), true, logits, compute).ok());
-    return SigmoidCrossEntropy(logits, labels, {}, {}, compute);
+    return ce({});
   };
   loss();
-  SigmoidCrossEntropy(logits, labels, dlogits, {}, compute);
+  ce(dlogits);
   std::vector<std::vector<float>> grads;
   std::vector<std::span<float>> spans;
   for (auto& rows : batch.rows()) grads.emplace_back(rows.size());
@@ -239,10 +252,10 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
     EXPECT_FALSE(m.ok());
     return m.ok() ? std::string() : m.status().message();
   };
-  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2"}));
+  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "mlp"}));
   ModelConfig c = SmallConfig("deepfn");
   EXPECT_EQ(err(c), "model.type: unknown model type \"deepfn\"; valid types: lr, fm, wide_deep, "
-                    "deepfm, dcn_v2");
+                    "deepfm, dcn_v2, mlp");
   c = SmallConfig("deepfm");
   c.field_dims = {{"C1", 8}};
   EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its FM "
@@ -264,6 +277,12 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
   c = SmallConfig("deepfm");
   c.embedding_dim = 0;
   EXPECT_EQ(err(c), "model.embedding_dim must be >= 1, got 0");
+  c = SmallConfig("deepfm");
+  c.num_classes = 10;
+  EXPECT_EQ(err(c), "model.num_classes 10 needs model.type mlp (a softmax classifier); \"deepfm\" has one logit (CTR)");
+  c = SmallConfig("mlp");
+  c.num_classes = 0;
+  EXPECT_EQ(err(c), "model.num_classes must be in [1, 100000], got 0");
   c = SmallConfig("dcn_v2");
   c.cross_layers = 0;
   EXPECT_EQ(err(c), "model.cross_layers must be >= 1 for dcn_v2, got 0");

@@ -109,7 +109,7 @@ std::vector<GradCheckResult> CheckModelGradients(nn::Model& model, SyntheticBatc
                                                  const GradCheckOptions& options,
                                                  int num_threads) {
   const ComputeContext compute{num_threads};
-  const int64_t n = batch.batch_size();
+  const int64_t n = batch.batch_size() * model.num_outputs();
   std::vector<float> logits(static_cast<size_t>(n));
   Projection proj(n, 99);
   auto forward = [&]() -> double {

@@ -3,7 +3,7 @@
 //
 // CheckLayerGradients(layer): random strided input x [B × in] (ld = in + pad), y = layer(x),
 // L = Σ w·y; checks dL/dx and every parameter of layer.Params().
-// CheckModelGradients(model, batch): L = Σ w·logits over a SyntheticBatch; checks every dense
+// CheckModelGradients(model, batch): L = Σ w·logits (every output of every row) over a SyntheticBatch; checks every dense
 // parameter (Params()) and every pulled table row against the sparse gradients that
 // Model::Backward returns (the "sparse rows vs their dense equivalent" check).
 // Forward runs with training = true and a fixed seed, so dropout masks are fixed functions.

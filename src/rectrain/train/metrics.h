@@ -44,6 +44,10 @@ struct EvalMetrics {
   double ne = kNaN;
   double mean_prediction = kNaN;
   double ctr = kNaN;           // observed positive rate
+  // A classifier (model.num_classes >= 2): the share of rows whose label is the top class, or
+  // among the top 5; logloss is then the mean softmax cross-entropy. NaN for a CTR model.
+  double accuracy = kNaN;
+  double top5_accuracy = kNaN;
 };
 
 // Exact AUC of `scores` against `labels` (label > 0.5 is positive). Sizes must match (CHECK).

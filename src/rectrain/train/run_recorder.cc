@@ -140,6 +140,8 @@ std::vector<track::MetricValue> FinalMetrics(const TrainSummary& s) {
     add("val/calibration", s.valid.calibration);
     add("val/ne", s.valid.ne);
     add("val/gauc", s.valid.gauc);
+    add("val/accuracy", s.valid.accuracy);
+    add("val/top5_accuracy", s.valid.top5_accuracy);
   }
   if (s.has_oracle) {
     add("oracle/auc", s.oracle.auc);
@@ -413,6 +415,10 @@ void RunRecorder::OnEval(int64_t step, const EvalMetrics& e) {
                                        {"val/calibration", e.calibration},
                                        {"val/ne", e.ne}};
   if (!std::isnan(e.gauc)) m.emplace_back("val/gauc", e.gauc);
+  if (!std::isnan(e.accuracy)) {
+    m.emplace_back("val/accuracy", e.accuracy);
+    m.emplace_back("val/top5_accuracy", e.top5_accuracy);
+  }
   Write(options_.store->LogMetrics(*run_, step, m), "metrics");
 }
 

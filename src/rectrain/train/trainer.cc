@@ -175,7 +175,6 @@ class TrainLoop {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<internal::StepRunner> runner_;
   std::unique_ptr<internal::EvalSplit> valid_;
-  MetricAccumulator valid_acc_;
   optim::LrScheduleConfig sparse_schedule_;
   CheckpointMeta meta_;
   std::optional<std::string> resume_from_;
@@ -184,6 +183,9 @@ class TrainLoop {
   int64_t last_checkpoint_step_ = -1;
   int64_t rows_per_epoch_ = 0;  // estimated until an epoch completes
   bool agreed_error_ = false;
+  int classes_ = 1;           // model outputs: 1 (CTR) or the classes of a classifier
+  int64_t global_batch_ = 0;  // rows per step over the job (data.batch_size, or × ranks)
+  double lr_factor_ = 1.0;    // dist.lr_scaling
   // This rank's rows of the current epoch (dist.data_split shards resumes from it).
   int64_t local_rows_in_epoch_ = 0;
   int64_t local_skip_ = 0;  // rows of the epoch this rank's first pass skips (resume)
@@ -265,15 +267,24 @@ Status TrainLoop::SetupLocal() {
                   : "model.precision: auto -> fp32 (this CPU has no AVX512_BF16)");
   }
 
+  // data.batch_size is the global batch, or with dist.batch per_rank each rank's (DDP style).
+  global_batch_ = c_.read.batch_size * (c_.dist.batch_per_rank ? job_.world() : 1);
+  if (c_.dist.lr_scaling == config::LrScaling::kLinear) lr_factor_ = job_.world();
+  if (c_.dist.lr_scaling == config::LrScaling::kSqrt) lr_factor_ = std::sqrt(static_cast<double>(job_.world()));
+  if (c_.dist.batch_per_rank || lr_factor_ != 1.0) {
+    log_->Log("dist: global batch " + std::to_string(global_batch_) + " (" + std::to_string(job_.world()) +
+              " ranks), learning rates x " + Fixed(lr_factor_, 3) + " (dist.lr_scaling)");
+  }
   // The first epoch's reader gives the field names the model needs.
   data::DataConfig train_data = c_.data;
   train_data.files = c_.train_files;
   data::ReadOptions ro = c_.read;
+  ro.batch_size = global_batch_;
   if (job_.distributed() && job_.split == config::DataSplit::kShards) {
     // Each rank reads its units of every pass, in batches of its share of the global batch.
     ro.rank = job_.rank();
     ro.world = job_.world();
-    ro.batch_size = std::max<int64_t>(1, data::SliceOfBatch(c_.read.batch_size, job_.rank(), job_.world()).size());
+    ro.batch_size = std::max<int64_t>(1, data::SliceOfBatch(global_batch_, job_.rank(), job_.world()).size());
   }
   memory_budget_ = std::make_shared<data::MemoryBudget>(
       c_.epoch.memory_cache_bytes > 0 ? c_.epoch.memory_cache_bytes : data::MemoryBudget::DefaultBytes());
@@ -333,7 +344,12 @@ Status TrainLoop::SetupLocal() {
   RECTRAIN_ASSIGN_OR_RETURN(bundle_, internal::BuildModel(c_, sparse_names_, num_dense_, job_));
   RECTRAIN_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(c_.optimizer));
   RECTRAIN_RETURN_IF_ERROR(optimizer_->Init(bundle_.params)) << "while initialising the optimizer";
-  runner_ = std::make_unique<internal::StepRunner>(&bundle_, optimizer_.get(), job_);
+  runner_ = std::make_unique<internal::StepRunner>(&bundle_, optimizer_.get(), job_, c_.train.accumulate_steps);
+  classes_ = bundle_.model->num_outputs();
+  if (c_.train.accumulate_steps > 1) {
+    log_->Log("train.accumulate_steps " + std::to_string(c_.train.accumulate_steps) + ": every step's batch runs in " +
+              std::to_string(c_.train.accumulate_steps) + " slices whose gradients are summed");
+  }
   sparse_schedule_ = c_.SparseLrSchedule();
 
   if (resume_from_) {
@@ -427,9 +443,10 @@ Status TrainLoop::OpenTrainPass() {
 
 Status TrainLoop::Step(const internal::LockstepPass::Step& step) {
   const int64_t s = meta_.step;
-  internal::StepRunner::Rates rates{.seed = DeriveSeed(c_.seed, static_cast<uint64_t>(s)),
-                                    .dense_lr = optim::ScheduledLr(c_.lr_schedule, s),
-                                    .sparse_lr = optim::ScheduledLr(sparse_schedule_, s)};
+  internal::StepRunner::Rates rates{
+      .seed = DeriveSeed(c_.seed, static_cast<uint64_t>(s)),
+      .dense_lr = static_cast<float>(optim::ScheduledLr(c_.lr_schedule, s) * lr_factor_),
+      .sparse_lr = static_cast<float>(optim::ScheduledLr(sparse_schedule_, s) * lr_factor_)};
   last_lr_ = rates.dense_lr;
   RECTRAIN_ASSIGN_OR_RETURN(const double loss, runner_->Run(step, s, rates, compute_, &summary_.breakdown));
   // The loss is the global batch's on every rank, so every rank stops here together.
@@ -444,9 +461,18 @@ Status TrainLoop::Step(const internal::LockstepPass::Step& step) {
   report_loss_sum_ += loss;
   ++report_loss_count_;
   last_loss_ = loss;
+  // The recent predictions: probabilities (AUC so far), or for a classifier 1/0 for a correct
+  // top class (accuracy so far).
   const std::span<const float> probs = runner_->probs();
-  for (size_t i = 0; i < probs.size(); ++i) {
-    window_probs_[window_pos_] = probs[i];
+  const size_t rows = static_cast<size_t>(step.batch->size);
+  for (size_t i = 0; i < rows; ++i) {
+    if (classes_ > 1) {
+      const float* p = probs.data() + i * static_cast<size_t>(classes_);
+      window_probs_[window_pos_] =
+          static_cast<float>(std::max_element(p, p + classes_) - p) == step.batch->labels[i] ? 1.0f : 0.0f;
+    } else {
+      window_probs_[window_pos_] = probs[i];
+    }
     window_labels_[window_pos_] = step.batch->labels[i];
     if (++window_pos_ == window_probs_.size()) {
       window_pos_ = 0;
@@ -465,6 +491,12 @@ Status TrainLoop::Step(const internal::LockstepPass::Step& step) {
 
 double TrainLoop::TrainAuc() {
   const size_t wn = window_full_ ? window_probs_.size() : window_pos_;
+  if (classes_ > 1) {
+    if (wn == 0) return kNaN;
+    double correct = 0;
+    for (size_t i = 0; i < wn; ++i) correct += window_probs_[i];
+    return correct / static_cast<double>(wn);
+  }
   return ExactAuc(std::span<const float>(window_probs_.data(), wn), std::span<const float>(window_labels_.data(), wn),
                   compute_);
 }
@@ -579,7 +611,7 @@ void TrainLoop::LogProgress(bool force_line) {
     const double window_rate = window_s > 0 ? static_cast<double>(session_rows_ - rows_at_log_) / window_s : rate;
     log_->Log("step " + std::to_string(meta_.step) + " | epoch " + std::to_string(meta_.epoch) + " | " +
               FormatCount(static_cast<double>(meta_.rows_read_total)) + " rows | loss " + Fixed(mean_loss, 4) +
-              " | train auc " + Fixed(train_auc, 4) + " | lr " + Fixed(last_lr_, 6) + " | " +
+              (classes_ > 1 ? " | train acc " : " | train auc ") + Fixed(train_auc, 4) + " | lr " + Fixed(last_lr_, 6) + " | " +
               FormatCount(window_rate) + " samples/s | ETA " + FormatDuration(eta));
     loss_sum_ = 0;
     loss_count_ = 0;
@@ -590,7 +622,8 @@ void TrainLoop::LogProgress(bool force_line) {
     const int filled = static_cast<int>(frac * width);
     std::string bar = "[" + std::string(filled, '=') + std::string(width - filled, ' ') + "] ";
     log_->Bar(bar + std::to_string(static_cast<int>(frac * 100)) + "% step " + std::to_string(meta_.step) + " | " +
-              FormatCount(rate) + " samples/s | loss " + Fixed(last_loss_, 4) + " | auc " + Fixed(train_auc, 4) +
+              FormatCount(rate) + " samples/s | loss " + Fixed(last_loss_, 4) + (classes_ > 1 ? " | acc " : " | auc ") +
+              Fixed(train_auc, 4) +
               " | ETA " + FormatDuration(eta));
   }
 }
@@ -598,17 +631,21 @@ void TrainLoop::LogProgress(bool force_line) {
 Status TrainLoop::RunEval(const char* why) {
   if (!valid_) return OkStatus();
   Stopwatch sw;
-  RECTRAIN_RETURN_IF_ERROR(valid_->Evaluate(bundle_, compute_, c_.data.negative_downsampling, &valid_acc_))
+  RECTRAIN_RETURN_IF_ERROR(valid_->Evaluate(bundle_, compute_, c_.data.negative_downsampling, c_.eval.gauc,
+                                            &summary_.valid))
       << "while evaluating data.valid";
-  summary_.valid = valid_acc_.Compute(compute_, c_.eval.gauc);
   summary_.has_valid = true;
   meta_.last_eval_step = meta_.step;
   const EvalMetrics& m = summary_.valid;
-  std::string line = std::string("eval (") + why + ") @ step " + std::to_string(meta_.step) + ": auc " +
-                     Fixed(m.auc, 5) + " logloss " + Fixed(m.logloss, 5);
-  if (c_.eval.gauc) line += " gauc " + Fixed(m.gauc, 5);
-  line += " calibration " + Fixed(m.calibration, 3) + " ne " + Fixed(m.ne, 4) + " (" + std::to_string(m.rows) +
-          " rows, " + Fixed(sw.Seconds(), 1) + "s)";
+  std::string line = std::string("eval (") + why + ") @ step " + std::to_string(meta_.step) + ": ";
+  if (classes_ > 1) {
+    line += "accuracy " + Fixed(m.accuracy, 5) + " top5 " + Fixed(m.top5_accuracy, 5) + " logloss " + Fixed(m.logloss, 5);
+  } else {
+    line += "auc " + Fixed(m.auc, 5) + " logloss " + Fixed(m.logloss, 5);
+    if (c_.eval.gauc) line += " gauc " + Fixed(m.gauc, 5);
+    line += " calibration " + Fixed(m.calibration, 3) + " ne " + Fixed(m.ne, 4);
+  }
+  line += " (" + std::to_string(m.rows) + " rows, " + Fixed(sw.Seconds(), 1) + "s)";
   log_->Log(line);
   if (opt_.observer != nullptr && lead()) opt_.observer->OnEval(meta_.step, m);
   return OkStatus();
@@ -618,8 +655,9 @@ Status TrainLoop::RunEval(const char* why) {
 // Every rank computes the same metrics, so every rank decides the same.
 bool TrainLoop::EarlyStopCheck() {
   const auto& es = c_.train.early_stopping;
-  const bool higher_better = es.metric == "auc";
-  const double v = higher_better ? summary_.valid.auc : summary_.valid.logloss;
+  const bool higher_better = es.metric != "logloss";
+  const double v = es.metric == "auc" ? summary_.valid.auc : es.metric == "accuracy" ? summary_.valid.accuracy
+                                                                                    : summary_.valid.logloss;
   const bool improved = std::isnan(meta_.best_metric) ||
                         (higher_better ? v > meta_.best_metric + es.min_delta : v < meta_.best_metric - es.min_delta);
   if (improved && !std::isnan(v)) {
@@ -783,9 +821,10 @@ Status TrainLoop::Finish() {
     if (!summary_.has_valid || meta_.last_eval_step != meta_.step) {
       RECTRAIN_RETURN_IF_ERROR(RunEval("final"));
     }
-    if (lead()) {
+    if (lead() && classes_ == 1) {
       std::string note;
-      summary_.has_oracle = OracleFromProbFiles(c_.valid_files, valid_acc_.labels(), compute_, &summary_.oracle, &note);
+      summary_.has_oracle =
+          OracleFromProbFiles(c_.valid_files, valid_->accumulator().labels(), compute_, &summary_.oracle, &note);
       if (summary_.has_oracle) {
         log_->Log("oracle (true probabilities of " + c_.valid_files.front() + ".prob): auc " +
                   Fixed(summary_.oracle.auc, 5) + " logloss " + Fixed(summary_.oracle.logloss, 5));
@@ -855,7 +894,11 @@ Result<TrainSummary> TrainLoop::Run() {
   const TrainSummary& r = summary_;
   std::string line = std::string("done: ") + RunOutcomeName(r.status) + ", " + std::to_string(r.steps) + " steps, " +
                      FormatCount(r.samples_per_sec) + " samples/s";
-  if (r.has_valid) line += ", valid auc " + Fixed(r.valid.auc, 5) + " logloss " + Fixed(r.valid.logloss, 5);
+  if (r.has_valid && classes_ > 1) {
+    line += ", valid accuracy " + Fixed(r.valid.accuracy, 5) + " logloss " + Fixed(r.valid.logloss, 5);
+  } else if (r.has_valid) {
+    line += ", valid auc " + Fixed(r.valid.auc, 5) + " logloss " + Fixed(r.valid.logloss, 5);
+  }
   if (r.has_oracle) line += " (oracle auc " + Fixed(r.oracle.auc, 5) + ")";
   log_->Log(line);
   return summary_;
@@ -932,6 +975,10 @@ std::string SummaryJson(const TrainSummary& s) {
     if (!std::isnan(s.valid.gauc)) {
       v["gauc"] = s.valid.gauc;
       v["gauc_groups"] = s.valid.gauc_groups;
+    }
+    if (!std::isnan(s.valid.accuracy)) {
+      v["accuracy"] = s.valid.accuracy;
+      v["top5_accuracy"] = Num(s.valid.top5_accuracy);
     }
     j["valid"] = v;
   }
@@ -1021,13 +1068,16 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   RECTRAIN_ASSIGN_OR_RETURN(auto source, data::EpochSource::Create(dc, ro, eo, std::make_shared<data::MemoryBudget>(0),
                                                                   "--data", {}));
   internal::EvalSplit split(std::move(source), job);
-  MetricAccumulator acc;
-  RECTRAIN_RETURN_IF_ERROR(split.Evaluate(bundle, compute, c.data.negative_downsampling, &acc)) << "while evaluating";
   EvalReport report;
   report.data_source = data_source;
   report.gauc_requested = !dc.schema.group_key.empty();
-  report.metrics = acc.Compute(compute, report.gauc_requested);
-  report.has_oracle = OracleFromProbFiles(options.files, acc.labels(), compute, &report.oracle, &report.oracle_note);
+  RECTRAIN_RETURN_IF_ERROR(split.Evaluate(bundle, compute, c.data.negative_downsampling, report.gauc_requested,
+                                          &report.metrics))
+      << "while evaluating";
+  if (bundle.model->num_outputs() == 1) {
+    report.has_oracle =
+        OracleFromProbFiles(options.files, split.accumulator().labels(), compute, &report.oracle, &report.oracle_note);
+  }
   report.seconds = sw.Seconds();
   return report;
 }

@@ -1,5 +1,7 @@
 #include "rectrain/train/internal/evaluator.h"
 
+#include <cmath>
+
 #include "rectrain/data/pass_plan.h"
 #include "rectrain/data/transform.h"
 #include "rectrain/nn/loss.h"
@@ -29,9 +31,13 @@ std::vector<T> FileOrder(const std::vector<T>& gathered, const std::vector<int64
 
 }  // namespace
 
-Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling,
-                           MetricAccumulator* acc) {
+Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling, bool gauc,
+                           EvalMetrics* out) {
+  MetricAccumulator* acc = &acc_;
   acc->Clear();
+  const int classes = bundle.model->num_outputs();
+  // A classifier's sums: rows, correct at 1, correct in the top 5, cross-entropy.
+  double multi[4] = {0, 0, 0, 0};
   my_probs_.clear();
   my_labels_.clear();
   my_groups_.clear();
@@ -48,14 +54,32 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
     batch_rows_.push_back(step->global_rows);
     RECTRAIN_RETURN_IF_ERROR(bundle.store->Lookup(batch, embedding::PullMode::kEval, compute));
     if (batch.size == 0) continue;
-    logits_.resize(static_cast<size_t>(batch.size));
-    probs_.resize(static_cast<size_t>(batch.size));
+    logits_.resize(static_cast<size_t>(batch.size * classes));
+    probs_.resize(static_cast<size_t>(batch.size * classes));
     nn::ForwardInput in{.batch_size = batch.size,
                         .dense = batch.dense,
                         .tables = bundle.store->pulled(),
                         .fields = bundle.store->fields(),
                         .seed = 0};
     RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits_, compute));
+    if (classes > 1) {
+      const double ce = nn::SoftmaxCrossEntropy(logits_, classes, batch.labels, {}, probs_, compute);
+      if (!std::isfinite(ce)) {
+        return InvalidArgumentError("a label of data.valid is not a class of model.num_classes = " +
+                                    std::to_string(classes) + " (labels must be 0 .. " + std::to_string(classes - 1) + ")");
+      }
+      multi[0] += static_cast<double>(batch.size);
+      multi[3] += ce * static_cast<double>(batch.size);
+      for (int64_t r = 0; r < batch.size; ++r) {
+        const float* p = probs_.data() + r * classes;
+        const int y = static_cast<int>(batch.labels[static_cast<size_t>(r)]);
+        int above = 0;  // classes scored above the label's (ties count for the label)
+        for (int k = 0; k < classes; ++k) above += p[k] > p[y] ? 1 : 0;
+        multi[1] += above == 0 ? 1 : 0;
+        multi[2] += above < 5 ? 1 : 0;
+      }
+      continue;
+    }
     if (downsampling < 1.0) {
       for (float& l : logits_) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
     }
@@ -69,7 +93,21 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
     groups &= !batch.group_keys.empty();
     if (groups) my_groups_.insert(my_groups_.end(), batch.group_keys.begin(), batch.group_keys.end());
   }
-  if (!job_.distributed()) return OkStatus();
+  if (classes > 1) {
+    RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<double>(multi, 4), dist::ReduceOp::kSum));
+    *out = EvalMetrics();
+    out->rows = static_cast<int64_t>(multi[0]);
+    if (multi[0] > 0) {
+      out->accuracy = multi[1] / multi[0];
+      out->top5_accuracy = multi[2] / multi[0];
+      out->logloss = multi[3] / multi[0];
+    }
+    return OkStatus();
+  }
+  if (!job_.distributed()) {
+    *out = acc->Compute(compute, gauc);
+    return OkStatus();
+  }
   // Every rank's predictions, in file order, on every rank.
   std::vector<float> probs, labels;
   std::vector<uint64_t> group_keys;
@@ -87,6 +125,7 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
   const std::vector<float> p = FileOrder(probs, per_rank, batch_rows_, job_.world());
   const std::vector<float> l = FileOrder(labels, per_rank, batch_rows_, job_.world());
   acc->Add(p, l, group_keys);
+  *out = acc->Compute(compute, gauc);
   return OkStatus();
 }
 

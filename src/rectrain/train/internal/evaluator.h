@@ -26,9 +26,14 @@ class EvalSplit {
   // `source` reads the whole split (ReadOptions::world 1) in file order.
   EvalSplit(std::unique_ptr<data::EpochSource> source, const Job& job) : source_(std::move(source)), job_(job) {}
 
-  // Clears *acc and fills it with every row's prediction. `downsampling` is the training data's
+  // Scores every row and computes the metrics into *out. A CTR model (one logit) gets AUC,
+  // logloss, calibration, NE (GAUC when `gauc`); the predictions stay in accumulator() (for the
+  // oracle). A classifier gets accuracy, top-5 accuracy and the mean cross-entropy as logloss,
+  // summed over ranks without gathering rows. `downsampling` is the training data's
   // data.negative_downsampling: logits are calibrated (data::CalibrateLogit) when it is < 1.
-  Status Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling, MetricAccumulator* acc);
+  Status Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling, bool gauc,
+                  EvalMetrics* out);
+  const MetricAccumulator& accumulator() const { return acc_; }
 
  private:
   std::unique_ptr<data::EpochSource> source_;
@@ -37,6 +42,7 @@ class EvalSplit {
   std::vector<float> my_probs_, my_labels_;
   std::vector<uint64_t> my_groups_;
   std::vector<int64_t> batch_rows_;  // global rows of every batch of the pass
+  MetricAccumulator acc_;
 };
 
 }  // namespace rectrain::train::internal

@@ -11,6 +11,12 @@
 // sparse_update, so the phases add up to the step. A rank without rows this step still takes
 // part in every collective, with zero gradients.
 //
+// A classifier (Model::num_outputs() > 1) uses the softmax cross-entropy; a label that is not a
+// class index fails the step naming it. With `accumulate_steps` k > 1 the rank's rows go through
+// forward and backward in k slices (the activations of one slice at a time) whose gradients are
+// summed: the same update as one pass over the batch, up to float summation order (dropout masks
+// are keyed by the global row, so they are the same too).
+//
 // Thread safety: used by the training thread only.
 #pragma once
 
@@ -29,7 +35,8 @@ namespace rectrain::train::internal {
 
 class StepRunner {
  public:
-  StepRunner(ModelBundle* bundle, optim::Optimizer* optimizer, const Job& job) : b_(bundle), opt_(optimizer), job_(job) {}
+  StepRunner(ModelBundle* bundle, optim::Optimizer* optimizer, const Job& job, int64_t accumulate_steps = 1)
+      : b_(bundle), opt_(optimizer), job_(job), accumulate_steps_(accumulate_steps) {}
 
   struct Rates {
     uint64_t seed = 0;     // DeriveSeed(run seed, step): dropout
@@ -40,15 +47,28 @@ class StepRunner {
   // predictions. Errors name the step.
   Result<double> Run(const LockstepPass::Step& step, int64_t global_step, const Rates& rates,
                      const ComputeContext& compute, PhaseSeconds* t);
+  // This rank's predictions of the last step: probabilities (one per row), or for a classifier
+  // the softmax of each row (num_outputs per row).
   std::span<const float> probs() const { return probs_; }
   // The least an AllReduce of the dense gradients could have sent from this rank so far:
   // 2·(world-1)/world of their bytes per step (the bandwidth lower bound the ring attains).
   int64_t allreduce_min_bytes() const { return allreduce_min_bytes_; }
 
  private:
+  // Forward, loss and backward over rows [r0, r1) of the batch; adds the slice's loss sum.
+  Status RunSlice(const LockstepPass::Step& step, int64_t r0, int64_t r1, uint64_t seed, const ComputeContext& compute,
+                  std::span<const std::span<float>> table_grads, double* loss_sum, PhaseSeconds* t);
+
   ModelBundle* b_;
   optim::Optimizer* opt_;
   Job job_;
+  int64_t accumulate_steps_;
+  // Slice views (gradient accumulation) and the gradient sums across slices.
+  std::vector<nn::FieldIndices> slice_fields_;
+  std::vector<std::vector<int32_t>> slice_offsets_;
+  std::vector<float> dense_sum_;
+  std::vector<std::vector<float>> table_scratch_;
+  std::vector<std::span<float>> table_scratch_spans_;
   std::vector<float> logits_, dlogits_, probs_;
   std::vector<float> reduce_;  // every dense gradient, then the loss sum
   int64_t allreduce_min_bytes_ = 0;
