@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "rectrain/base/random.h"
 #include "rectrain/data/internal/idx_reader.h"
 #include "rectrain/data/internal/test_util.h"
 #include "rectrain/data/reader.h"
@@ -170,6 +171,42 @@ TEST(IdxReader, MalformedFilesAreNamedErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("features.transforms, data.filters and data.negative_downsampling do not apply"),
             std::string::npos);
+}
+
+// Mutated image and label files (random bytes changed, cut, grown) never crash the reader: every
+// pass ends with rows or a Status (the same cases the libFuzzer target explores).
+TEST(IdxReader, MutatedFilesNeverCrash) {
+  TempDir dir;
+  Rng rng(17);
+  const std::string images = Images(40, 3, 3), labels = Labels(40);
+  int errors = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string img = images, lab = labels;
+    std::string& victim = rng.Below(2) ? img : lab;
+    const int edits = 1 + static_cast<int>(rng.Below(4));
+    for (int e = 0; e < edits; ++e) {
+      switch (rng.Below(3)) {
+        case 0: victim[rng.Below(std::min<size_t>(victim.size(), 24))] = static_cast<char>(rng.Below(256)); break;
+        case 1: victim.resize(rng.Below(victim.size() + 1)); break;
+        default: victim.append(rng.Below(16), static_cast<char>(rng.Below(256))); break;
+      }
+      if (victim.empty()) break;
+    }
+    dir.Write("f-images-idx3-ubyte", img);
+    dir.Write("f-labels-idx1-ubyte", lab);
+    ReadOptions o;
+    o.batch_size = 16;
+    o.shuffle = round % 2 == 1;
+    auto rows = ReadAll(Idx({dir.Path("f-images-idx3-ubyte")}), o);
+    if (!rows.ok()) {
+      ++errors;
+      const StatusCode code = rows.status().code();
+      EXPECT_TRUE(code == StatusCode::kInvalidArgument || code == StatusCode::kDataLoss || code == StatusCode::kNotFound)
+          << rows.status();
+      EXPECT_NE(rows.status().message().find(dir.Path("f-")), std::string::npos) << rows.status();
+    }
+  }
+  EXPECT_GT(errors, 100);
 }
 
 TEST(IdxReader, FashionMnistFromDebian) {
