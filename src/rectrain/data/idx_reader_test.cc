@@ -209,6 +209,19 @@ TEST(IdxReader, MutatedFilesNeverCrash) {
   EXPECT_GT(errors, 100);
 }
 
+// Found by the fuzzer: sides of 0xfdffffff x 0xfdff0102 pixels overflowed their product.
+TEST(IdxReader, HugeImageSidesAreAnError) {
+  TempDir dir;
+  dir.Write("h-images-idx3-ubyte", Be32(0x803) + Be32(3) + Be32(0xfdffffffu) + Be32(0xfdff0102u) + "xyz");
+  dir.Write("h-labels-idx1-ubyte", Labels(3));
+  auto r = OpenBatchReader(Idx({dir.Path("h-images-idx3-ubyte")}), ReadOptions());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("images of 4261412863 x 4261347586 pixels (at most 1048576 per image)"),
+            std::string::npos)
+      << r.status();
+}
+
 TEST(IdxReader, FashionMnistFromDebian) {
   const std::string dir = "/usr/share/datasets/fashion-mnist/";
   std::ifstream probe(dir + "train-images-idx3-ubyte.gz");

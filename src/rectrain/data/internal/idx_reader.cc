@@ -72,7 +72,9 @@ Status LoadPair(const std::string& images_path, IdxData* d) {
                                 "bytes, and 8 header bytes)");
   }
   const int64_t count = BigEndian32(ip + 4), h = BigEndian32(ip + 8), w = BigEndian32(ip + 12);
-  if (h < 1 || w < 1 || h * w > kMaxPixels) {
+  // Each side bounded before the product (two 32-bit sides overflow an int64 product: found by
+  // fuzz/idx_reader_fuzzer.cc, IdxReader.HugeImageSidesAreAnError).
+  if (h < 1 || w < 1 || h > kMaxPixels || w > kMaxPixels || h * w > kMaxPixels) {
     return InvalidArgumentError(images_path + ": images of " + std::to_string(h) + " x " + std::to_string(w) +
                                 " pixels (at most " + std::to_string(kMaxPixels) + " per image)");
   }
