@@ -280,11 +280,22 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   // dist.* (docs/scaling.md)
   const std::string dist_mode = b.String("dist.mode", "sync", {"sync", "async"});
   c.dist.mode = dist_mode == "async" ? DistMode::kAsync : DistMode::kSync;
-  if (c.dist.mode == DistMode::kAsync) {
-    b.AddError("dist.mode", "async (the asynchronous parameter-server mode) is not implemented yet; use sync");
-  }
   const std::string split = b.String("dist.data_split", "auto", {"auto", "shards", "batches"});
   c.dist.data_split = split == "shards" ? DataSplit::kShards : split == "batches" ? DataSplit::kBatches : DataSplit::kAuto;
+  c.dist.servers = static_cast<int>(b.Int("dist.servers", 1, Range::Closed(1, 65536)));
+  c.dist.staleness = b.Int("dist.staleness", 4, Range::Closed(0, 1000000));
+  if (c.dist.mode == DistMode::kAsync) {
+    // Workers run on their own: nothing that needs every rank at one step during training.
+    if (c.dist.data_split == DataSplit::kBatches) {
+      b.AddError("dist.data_split", "batches needs dist.mode sync (asynchronous workers read their own shards)");
+    }
+    if (t.eval_every_steps > 0) b.AddError("train.eval_every_steps", "needs dist.mode sync (async evaluates at the end)");
+    if (t.early_stopping.patience > 0) b.AddError("train.early_stopping.patience", "needs dist.mode sync");
+    if (t.checkpoint_every_steps > 0) {
+      b.AddError("train.checkpoint_every_steps", "needs dist.mode sync (async checkpoints at the end and on SIGTERM)");
+    }
+    if (c.train.accumulate_steps > 1) b.AddError("train.accumulate_steps", "needs dist.mode sync");
+  }
   c.dist.timeout_s = b.Double("dist.timeout_s", 300.0, Range{0, 1e6, true, false});
   c.dist.batch_per_rank = b.String("dist.batch", "global", {"global", "per_rank"}) == "per_rank";
   const std::string scaling = b.String("dist.lr_scaling", "none", {"none", "linear", "sqrt"});

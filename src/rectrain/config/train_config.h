@@ -90,6 +90,10 @@ struct DistSettings {
   // (PyTorch DDP's convention); global (default): data.batch_size is the global batch.
   bool batch_per_rank = false;
   LrScaling lr_scaling = LrScaling::kNone;
+  // dist.mode async: the last `servers` ranks hold the rows and dense parameters and apply the
+  // updates; a worker's pull waits while it is more than `staleness` steps ahead of the slowest.
+  int servers = 1;
+  int64_t staleness = 4;
 };
 const char* DataSplitName(DataSplit split);
 
@@ -118,7 +122,7 @@ struct TrainConfig {
   // dist.data_split with auto resolved.
   DataSplit ResolvedDataSplit() const {
     if (dist.data_split != DataSplit::kAuto) return dist.data_split;
-    return deterministic ? DataSplit::kBatches : DataSplit::kShards;
+    return deterministic && dist.mode == DistMode::kSync ? DataSplit::kBatches : DataSplit::kShards;
   }
 
   // The schedule of the sparse learning rate: optimizer.* warm-up and decay applied to

@@ -285,11 +285,16 @@ TEST(TrainConfig, DistKeys) {
   EXPECT_DOUBLE_EQ(set->config.dist.timeout_s, 5.0);
   EXPECT_TRUE(set->config.dist.batch_per_rank);
   EXPECT_EQ(set->config.dist.lr_scaling, LrScaling::kSqrt);
-  auto async = Load("data: {train: a.tsv}\ndist: {mode: async}\n");
-  ASSERT_FALSE(async.ok());
-  EXPECT_NE(async.status().message().find("dist.mode: async (the asynchronous parameter-server mode) is not implemented yet"),
-            std::string::npos)
-      << async.status();
+  auto async = Load("data: {train: a.tsv}\ndist: {mode: async, servers: 2, staleness: 0}\n");
+  ASSERT_TRUE(async.ok()) << async.status();
+  EXPECT_EQ(async->config.dist.mode, DistMode::kAsync);
+  EXPECT_EQ(async->config.dist.servers, 2);
+  EXPECT_EQ(async->config.dist.staleness, 0);
+  auto async_bad = Load("data: {train: a.tsv, valid: b.tsv}\ndist: {mode: async, data_split: batches}\n"
+                        "train: {eval_every_steps: 10}\n");
+  ASSERT_FALSE(async_bad.ok());
+  EXPECT_NE(async_bad.status().message().find("dist.data_split: batches needs dist.mode sync"), std::string::npos);
+  EXPECT_NE(async_bad.status().message().find("train.eval_every_steps: needs dist.mode sync"), std::string::npos);
   EXPECT_FALSE(Load("data: {train: a.tsv}\ndist: {timeout_s: 0}\n").ok());
 }
 

@@ -37,6 +37,7 @@ const char* CommOpName(CommOp op) {
     case CommOp::kBroadcast: return "broadcast";
     case CommOp::kAllGatherV: return "allgatherv";
     case CommOp::kBarrier: return "barrier";
+    case CommOp::kPost: return "post";
   }
   return "?";
 }
@@ -287,6 +288,41 @@ Status Communicator::Barrier() {
     RECTRAIN_RETURN_IF_ERROR(Round(CommOp::kBarrier, {&s, 1}, {&r, 1}));
   }
   return OkStatus();
+}
+
+Status Communicator::Post(int peer, std::span<const std::byte> bytes) {
+  if (!broken_.ok()) return broken_;
+  if (!transport_) return FailedPreconditionError("a single process has no peer to post to");
+  CommOpStats& st = stats_.ops[static_cast<size_t>(CommOp::kPost)];
+  ++st.calls;
+  st.bytes_sent += static_cast<int64_t>(bytes.size());
+  Status s = transport_->Post(peer, bytes);
+  if (!s.ok()) broken_ = s.WithContext("rank " + std::to_string(rank_) + " posting to rank " + std::to_string(peer));
+  return broken_;
+}
+
+Status Communicator::Receive(Transport::Message* out) {
+  if (!broken_.ok()) return broken_;
+  if (!transport_) return FailedPreconditionError("a single process has no peer to receive from");
+  Stopwatch sw;
+  Status s = transport_->Receive(Clock::now() + timeout_, out);
+  CommOpStats& st = stats_.ops[static_cast<size_t>(CommOp::kPost)];
+  st.seconds += sw.Seconds();
+  if (!s.ok()) {
+    std::string where = "rank " + std::to_string(rank_) + " of " + std::to_string(world_) + " waiting for a message";
+    if (!context_.empty()) where += " at " + context_;
+    broken_ = s.WithContext(where);
+    return broken_;
+  }
+  st.bytes_received += static_cast<int64_t>(out->bytes.size());
+  return OkStatus();
+}
+
+Status Communicator::Flush() {
+  if (!broken_.ok() || !transport_) return broken_;
+  Status s = transport_->Flush(Clock::now() + timeout_);
+  if (!s.ok()) broken_ = s.WithContext("rank " + std::to_string(rank_) + " flushing its messages");
+  return broken_;
 }
 
 void Communicator::Abort(int exit_code) {

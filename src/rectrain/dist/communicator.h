@@ -48,8 +48,8 @@ namespace rectrain::dist {
 
 enum class ReduceOp : uint8_t { kSum, kMax, kMin };
 
-enum class CommOp : uint8_t { kAllReduce, kAllToAllV, kBroadcast, kAllGatherV, kBarrier };
-inline constexpr int kNumCommOps = 5;
+enum class CommOp : uint8_t { kAllReduce, kAllToAllV, kBroadcast, kAllGatherV, kBarrier, kPost };
+inline constexpr int kNumCommOps = 6;
 const char* CommOpName(CommOp op);  // "allreduce", "alltoallv", ...
 
 struct CommOpStats {
@@ -141,6 +141,13 @@ class Communicator {
   }
 
   [[nodiscard]] Status Barrier();
+
+  // The asynchronous channel (Transport::Post/Receive/Flush) with this communicator's timeout and
+  // accounting (bytes under kPost). Receive waits at most timeout() for a message from any rank.
+  // With Single() there is no peer: Post and Receive are FailedPrecondition.
+  [[nodiscard]] Status Post(int peer, std::span<const std::byte> bytes);
+  [[nodiscard]] Status Receive(Transport::Message* out);
+  [[nodiscard]] Status Flush();
 
   // Ends the whole job after a fatal error on this rank (see Transport::Abort); for Single()
   // it does nothing.

@@ -259,5 +259,48 @@ TEST(Communicator, AgreeOkCarriesTheFirstFailure) {
   }
 }
 
+// The asynchronous channel: messages from any rank, FIFO per sender, counted, apart from the
+// collectives (a collective between posts still matches its own messages).
+TEST(Communicator, PostedMessagesArriveFromAnyRankInOrderPerSender) {
+  std::vector<Status> s = RunRanks(3, [](Communicator& comm) -> Status {
+    if (comm.rank() > 0) {
+      for (int i = 0; i < 5; ++i) {
+        const std::string m = std::to_string(comm.rank()) + ":" + std::to_string(i);
+        RECTRAIN_RETURN_IF_ERROR(comm.Post(0, std::as_bytes(std::span<const char>(m.data(), m.size()))));
+      }
+    }
+    std::vector<float> v(3, 1.0f);
+    RECTRAIN_RETURN_IF_ERROR(comm.AllReduce(std::span<float>(v), ReduceOp::kSum));  // between the posts
+    if (v[0] != 3.0f) return InternalError("allreduce mixed with posts");
+    if (comm.rank() == 0) {
+      int next[3] = {0, 0, 0};
+      for (int k = 0; k < 10; ++k) {
+        Transport::Message m;
+        RECTRAIN_RETURN_IF_ERROR(comm.Receive(&m));
+        const std::string text(reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size());
+        if (text != std::to_string(m.peer) + ":" + std::to_string(next[m.peer]++)) return InternalError("order " + text);
+      }
+      if (comm.stats().of(CommOp::kPost).bytes_received != 30) return InternalError("bytes");
+    }
+    return comm.Flush();
+  });
+  ExpectAllOk(s);
+}
+
+TEST(Communicator, ReceiveTimesOutAndSingleHasNoPeer) {
+  RunRanksOptions opt;
+  opt.timeout = std::chrono::milliseconds(100);
+  std::vector<Status> s = RunRanks(2, [](Communicator& comm) -> Status {
+    if (comm.rank() == 1) return OkStatus();
+    Transport::Message m;
+    return comm.Receive(&m);
+  }, opt);
+  EXPECT_EQ(s[0].code(), StatusCode::kDeadlineExceeded) << s[0];
+  EXPECT_NE(s[0].message().find("no message from any rank"), std::string::npos);
+  auto single = Communicator::Single();
+  Transport::Message m;
+  EXPECT_EQ(single->Receive(&m).code(), StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace rectrain::dist

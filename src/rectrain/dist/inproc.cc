@@ -70,6 +70,34 @@ class InProcTransport final : public Transport {
     return OkStatus();
   }
 
+  Status Post(int peer, std::span<const std::byte> bytes) override {
+    std::lock_guard<std::mutex> lock(hub_->mu_);
+    if (!hub_->aborted_.empty()) return Status(StatusCode::kAborted, hub_->aborted_);
+    if (!hub_->silenced_[static_cast<size_t>(rank_)]) {
+      hub_->posted_[static_cast<size_t>(peer)].emplace_back(rank_, std::vector<std::byte>(bytes.begin(), bytes.end()));
+    }
+    hub_->cv_.notify_all();
+    return OkStatus();
+  }
+
+  Status Receive(Clock::time_point deadline, Message* out) override {
+    std::unique_lock<std::mutex> lock(hub_->mu_);
+    auto& q = hub_->posted_[static_cast<size_t>(rank_)];
+    while (q.empty()) {
+      if (!hub_->aborted_.empty()) return Status(StatusCode::kAborted, hub_->aborted_);
+      if (hub_->cv_.wait_until(lock, deadline) == std::cv_status::timeout && q.empty()) {
+        return DeadlineExceededError("no message from any rank before the timeout (a peer may have died, hung or run "
+                                     "out of memory; dist.timeout_s sets the limit)");
+      }
+    }
+    out->peer = q.front().first;
+    out->bytes = std::move(q.front().second);
+    q.pop_front();
+    return OkStatus();
+  }
+
+  Status Flush(Clock::time_point) override { return OkStatus(); }  // posts are delivered at once
+
   void Abort(int exit_code) override {
     std::lock_guard<std::mutex> lock(hub_->mu_);
     if (hub_->aborted_.empty()) {
@@ -85,7 +113,10 @@ class InProcTransport final : public Transport {
 };
 
 InProcHub::InProcHub(int world)
-    : world_(world), boxes_(static_cast<size_t>(world * world)), silenced_(static_cast<size_t>(world), false) {}
+    : world_(world),
+      boxes_(static_cast<size_t>(world * world)),
+      posted_(static_cast<size_t>(world)),
+      silenced_(static_cast<size_t>(world), false) {}
 
 std::unique_ptr<Transport> InProcHub::MakeTransport(int rank) {
   return std::make_unique<InProcTransport>(this, rank);

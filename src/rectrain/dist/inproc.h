@@ -52,6 +52,8 @@ class InProcHub {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Mailbox> boxes_;      // guarded by mu_; [src * world + dst]
+  // The asynchronous channel: one arrival-ordered queue per destination.
+  std::vector<std::deque<std::pair<int, std::vector<std::byte>>>> posted_;  // guarded by mu_; [dst]
   std::vector<bool> silenced_;      // guarded by mu_
   std::string aborted_;             // guarded by mu_: non-empty once a rank called Abort()
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <list>
 #include <thread>
 #include <vector>
 
@@ -129,7 +130,82 @@ class MpiTransport final : public Transport {
 
   void Abort(int exit_code) override { MPI_Abort(MPI_COMM_WORLD, exit_code); }
 
+  // The asynchronous channel: tag 1 (the collectives use tag 0), sends from owned copies.
+  Status Post(int peer, std::span<const std::byte> bytes) override {
+    if (bytes.size() > static_cast<size_t>(kMaxPieceBytes)) {
+      return InvalidArgumentError("an asynchronous message of " + std::to_string(bytes.size()) + " bytes (at most 1 GiB)");
+    }
+    RECTRAIN_RETURN_IF_ERROR(ReapPosts());
+    posts_.push_back(Pending{std::vector<std::byte>(bytes.begin(), bytes.end()), MPI_REQUEST_NULL});
+    Pending& p = posts_.back();
+    const int rc = MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, peer, kAsyncTag, comm_, &p.request);
+    if (rc != MPI_SUCCESS) return UnavailableError("MPI_Isend to rank " + std::to_string(peer) + ": " + MpiError(rc));
+    return OkStatus();
+  }
+
+  Status Receive(Clock::time_point deadline, Message* out) override {
+    const Clock::time_point spin_until = Clock::now() + std::chrono::milliseconds(2);
+    int64_t sleep_us = 20;
+    int64_t polls = 0;
+    while (true) {
+      RECTRAIN_RETURN_IF_ERROR(ReapPosts());
+      int flag = 0;
+      MPI_Status st;
+      int rc = MPI_Iprobe(MPI_ANY_SOURCE, kAsyncTag, comm_, &flag, &st);
+      if (rc != MPI_SUCCESS) return UnavailableError("MPI_Iprobe: " + MpiError(rc));
+      if (flag) {
+        int n = 0;
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        out->peer = st.MPI_SOURCE;
+        out->bytes.resize(static_cast<size_t>(n));
+        rc = MPI_Recv(out->bytes.data(), n, MPI_BYTE, st.MPI_SOURCE, kAsyncTag, comm_, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+          return UnavailableError("MPI_Recv from rank " + std::to_string(st.MPI_SOURCE) + ": " + MpiError(rc));
+        }
+        return OkStatus();
+      }
+      if (Clock::now() >= deadline) {
+        return DeadlineExceededError("no message from any rank before the timeout (a peer may have died, hung or run "
+                                     "out of memory; dist.timeout_s sets the limit)");
+      }
+      if ((++polls & 63) == 0 && Clock::now() > spin_until) {
+        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+        sleep_us = std::min<int64_t>(1000, sleep_us * 2);
+      }
+    }
+  }
+
+  Status Flush(Clock::time_point deadline) override {
+    while (!posts_.empty()) {
+      RECTRAIN_RETURN_IF_ERROR(ReapPosts());
+      if (posts_.empty()) break;
+      if (Clock::now() >= deadline) {
+        return DeadlineExceededError(std::to_string(posts_.size()) + " asynchronous message(s) not taken by their peers "
+                                     "before the timeout");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return OkStatus();
+  }
+
  private:
+  static constexpr int kAsyncTag = 1;
+  struct Pending {
+    std::vector<std::byte> bytes;
+    MPI_Request request;
+  };
+  // Frees the copies of posts that have left.
+  Status ReapPosts() {
+    for (auto it = posts_.begin(); it != posts_.end();) {
+      int done = 0;
+      const int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return UnavailableError("MPI_Test of an asynchronous send: " + MpiError(rc));
+      it = done ? posts_.erase(it) : std::next(it);
+    }
+    return OkStatus();
+  }
+  std::list<Pending> posts_;
+
   MPI_Comm comm_;
   int rank_;
   int world_;

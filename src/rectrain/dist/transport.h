@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rectrain/base/status.h"
 
@@ -58,6 +59,19 @@ class Transport {
   // Ends the job everywhere as fast as the transport can (MPI_Abort), after a fatal error on
   // this rank, so the peers do not wait for their timeout. The default does nothing.
   virtual void Abort(int exit_code) { (void)exit_code; }
+
+  // The message channel of the asynchronous parameter server (dist.mode async), apart from the
+  // collectives' channel: messages from any peer, FIFO per ordered pair, matched in arrival order.
+  // Post copies `bytes` and returns at once. Receive waits for the next message from any peer
+  // until `deadline` (DeadlineExceeded "no message from any rank"). Flush waits until every
+  // posted message has left this rank (before a collective phase or the end of the job).
+  struct Message {
+    int peer = 0;
+    std::vector<std::byte> bytes;
+  };
+  [[nodiscard]] virtual Status Post(int peer, std::span<const std::byte> bytes) = 0;
+  [[nodiscard]] virtual Status Receive(Clock::time_point deadline, Message* out) = 0;
+  [[nodiscard]] virtual Status Flush(Clock::time_point deadline) = 0;
 };
 
 }  // namespace rectrain::dist

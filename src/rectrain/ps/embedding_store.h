@@ -45,6 +45,15 @@ namespace rectrain::ps {
 // table's own shard choice (another hash), so every rank's table still uses all its shards.
 int OwnerRank(uint64_t id, int world);
 
+// The ranks that hold rows: [first, first + count). Every rank of a sync job by default; the
+// server ranks of an asynchronous one (ps/async_ps.h).
+struct Owners {
+  int first = 0;
+  int count = 1;
+  int Of(uint64_t id) const { return first + OwnerRank(id, count); }
+  bool Holds(int rank) const { return rank >= first && rank < first + count; }
+};
+
 // Row width of each table (the stores' layout).
 std::vector<int> TableDims(const std::vector<embedding::EmbeddingTable*>& tables);
 
@@ -92,10 +101,10 @@ class EmbeddingStore {
 // `spec` gives the field -> table mapping; `tables` are the model's tables (same order).
 std::unique_ptr<EmbeddingStore> MakeLocalStore(const nn::ModelSpec& spec,
                                                std::vector<embedding::EmbeddingTable*> tables);
-// `tables` hold this rank's rows (OwnerRank(id) == comm->rank()); `comm` must outlive the store.
-// A world of 1 behaves like the local store.
+// `tables` hold this rank's rows (owners.Of(id) == comm->rank(); by default every rank of the
+// job owns rows); `comm` must outlive the store. A world of 1 behaves like the local store.
 std::unique_ptr<EmbeddingStore> MakeShardedStore(const nn::ModelSpec& spec,
                                                  std::vector<embedding::EmbeddingTable*> tables,
-                                                 dist::Communicator* comm);
+                                                 dist::Communicator* comm, Owners owners = {0, 0});
 
 }  // namespace rectrain::ps

@@ -26,8 +26,14 @@ namespace {
 
 class ShardedStore final : public EmbeddingStore {
  public:
-  ShardedStore(const nn::ModelSpec& spec, std::vector<embedding::EmbeddingTable*> tables, dist::Communicator* comm)
-      : ids_(spec, TableDims(tables)), tables_(std::move(tables)), comm_(comm), world_(comm->world()), rank_(comm->rank()) {
+  ShardedStore(const nn::ModelSpec& spec, std::vector<embedding::EmbeddingTable*> tables, dist::Communicator* comm,
+               Owners owners)
+      : ids_(spec, TableDims(tables)),
+        tables_(std::move(tables)),
+        comm_(comm),
+        world_(comm->world()),
+        rank_(comm->rank()),
+        owners_(owners) {
     const int nt = ids_.num_tables();
     owner_.resize(static_cast<size_t>(nt));
     slot_.resize(static_cast<size_t>(nt));
@@ -50,7 +56,7 @@ class ShardedStore final : public EmbeddingStore {
       std::vector<int32_t>& own = owner_[static_cast<size_t>(t)];
       own.resize(u.size());
       for (size_t k = 0; k < u.size(); ++k) {
-        own[k] = OwnerRank(u[k], world_);
+        own[k] = owners_.Of(u[k]);
         ++count_[static_cast<size_t>(own[k] * nt + t)];
       }
     }
@@ -305,6 +311,7 @@ class ShardedStore final : public EmbeddingStore {
   dist::Communicator* comm_;
   const int world_;
   const int rank_;
+  const Owners owners_;
   int oov_floats_ = 0;
   StoreStats stats_;
 
@@ -330,9 +337,10 @@ class ShardedStore final : public EmbeddingStore {
 
 std::unique_ptr<EmbeddingStore> MakeShardedStore(const nn::ModelSpec& spec,
                                                  std::vector<embedding::EmbeddingTable*> tables,
-                                                 dist::Communicator* comm) {
+                                                 dist::Communicator* comm, Owners owners) {
   if (comm->world() == 1) return MakeLocalStore(spec, std::move(tables));
-  return std::make_unique<ShardedStore>(spec, std::move(tables), comm);
+  if (owners.count == 0) owners = Owners{0, comm->world()};
+  return std::make_unique<ShardedStore>(spec, std::move(tables), comm, owners);
 }
 
 }  // namespace rectrain::ps

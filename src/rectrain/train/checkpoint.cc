@@ -324,9 +324,10 @@ Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
                                       std::span<const optim::ParamRef> params,
                                       optim::Optimizer* optimizer,
                                       std::span<embedding::EmbeddingTable* const> tables,
-                                      dist::Communicator* comm) {
+                                      dist::Communicator* comm, const ps::Owners* owners) {
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int world = comm != nullptr ? comm->world() : 1;
+  const ps::Owners own = owners != nullptr ? *owners : ps::Owners{0, world};
   RECTRAIN_ASSIGN_OR_RETURN(CheckpointMeta meta, ReadCheckpointMeta(dir));
   if (meta.tables.size() != tables.size()) {
     return InvalidArgumentError(dir + ": checkpoint has " + std::to_string(meta.tables.size()) +
@@ -351,7 +352,7 @@ Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
       embedding::LoadOptions o;
       o.merge = p > 0;
       o.counters = rank == 0;
-      if (world > 1) o.keep = [rank, world](uint64_t id) { return ps::OwnerRank(id, world) == rank; };
+      if (world > 1) o.keep = [rank, own](uint64_t id) { return own.Of(id) == rank; };
       RECTRAIN_RETURN_IF_ERROR(tables[t]->Load(dir + "/" + files[p], o)) << "while loading table " << meta.tables[t];
     }
   }

@@ -31,6 +31,7 @@
 #include "rectrain/dist/communicator.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/optim/optimizer.h"
+#include "rectrain/ps/embedding_store.h"
 
 namespace rectrain::train {
 
@@ -85,12 +86,13 @@ Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
 
 // Restores params, the optimizer state (skipped when `optimizer` is null) and every table.
 // The table names must match meta.tables (InvalidArgument otherwise). With `comm` of world > 1
-// each rank loads the rows it owns from every part (whatever number of ranks wrote them).
+// each rank loads the rows it owns from every part (whatever number of ranks wrote them):
+// `owners.Of(id) == rank`, every rank of the job by default (an async job: its servers).
 Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
                                       std::span<const optim::ParamRef> params,
                                       optim::Optimizer* optimizer,
                                       std::span<embedding::EmbeddingTable* const> tables,
-                                      dist::Communicator* comm = nullptr);
+                                      dist::Communicator* comm = nullptr, const ps::Owners* owners = nullptr);
 
 // Complete checkpoints ("step-<N>" directories with a meta.json) under `checkpoints_dir`,
 // sorted by N ascending. A missing directory is an empty list.

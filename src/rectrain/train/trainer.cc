@@ -130,6 +130,7 @@ class TrainLoop {
     job_.comm = comm;
     job_.split = c_.ResolvedDataSplit() == config::DataSplit::kBatches ? config::DataSplit::kBatches
                                                                        : config::DataSplit::kShards;
+    if (c_.dist.mode == config::DistMode::kAsync && comm->distributed()) job_.servers = c_.dist.servers;
   }
 
   Result<TrainSummary> Run();
@@ -140,6 +141,10 @@ class TrainLoop {
   Status SetupLocal();
   Status SetupTogether();
   Status Loop();
+  // dist.mode async: a server serves until every worker is done; then every rank gathers the
+  // servers' dense parameters, and the job's totals.
+  Status ServeAsServer();
+  Status ConcludeAsync();
   Status Step(const internal::LockstepPass::Step& step);
   Status OpenTrainPass();
   Status RunEval(const char* why);
@@ -173,6 +178,8 @@ class TrainLoop {
   int num_dense_ = 0;
   internal::ModelBundle bundle_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::Optimizer> server_optimizer_;  // an async server's, over its dense chunk
+  ps::ServerStats server_stats_;
   std::unique_ptr<internal::StepRunner> runner_;
   std::unique_ptr<internal::EvalSplit> valid_;
   optim::LrScheduleConfig sparse_schedule_;
@@ -235,6 +242,11 @@ Status TrainLoop::SetupLocal() {
   const bool bar = opt_.progress == 1 || (opt_.progress == -1 && isatty(STDERR_FILENO));
   log_ = std::make_unique<internal::RunLogger>(lead() ? opt_.run_dir + "/train.log" : "", opt_.echo, bar);
   job_.comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000)));
+  if (job_.async() && job_.workers() < 1) {
+    return FailedPreconditionError("dist.mode async with dist.servers " + std::to_string(job_.servers) + " needs more than " +
+                                   std::to_string(job_.servers) + " ranks (the others are workers); got " +
+                                   std::to_string(job_.world()));
+  }
 
   compute_.num_threads = c_.threads;
   omp_set_num_threads(c_.threads);  // the trainer owns the pool; oneDNN GEMMs follow it
@@ -255,7 +267,12 @@ Status TrainLoop::SetupLocal() {
   log_->Log(std::string(opt_.resume ? "resuming" : "starting") + " run in " + opt_.run_dir + ": model " +
             c_.model.type + ", " + std::to_string(c_.threads) + " threads, batch " +
             std::to_string(c_.read.batch_size) + (c_.deterministic ? ", deterministic" : ""));
-  if (job_.distributed()) {
+  if (job_.async()) {
+    log_->Log("job: " + std::to_string(job_.world()) + " ranks over " + job_.comm->transport_name() +
+              ", dist.mode async: " + std::to_string(job_.workers()) + " workers, " + std::to_string(job_.servers) +
+              " parameter servers (ranks " + std::to_string(job_.workers()) + ".." + std::to_string(job_.world() - 1) +
+              "), dist.staleness " + std::to_string(c_.dist.staleness) + "; logs show worker 0's progress");
+  } else if (job_.distributed()) {
     log_->Log("job: " + std::to_string(job_.world()) + " ranks over " + job_.comm->transport_name() +
               ", dist.data_split " + config::DataSplitName(job_.split) + " (data.batch_size " +
               std::to_string(c_.read.batch_size) + " is the global batch), dist.timeout_s " +
@@ -280,7 +297,12 @@ Status TrainLoop::SetupLocal() {
   train_data.files = c_.train_files;
   data::ReadOptions ro = c_.read;
   ro.batch_size = global_batch_;
-  if (job_.distributed() && job_.split == config::DataSplit::kShards) {
+  if (job_.async() && !job_.is_server()) {
+    // Each worker reads its units of every pass; the workers' batches add up to the global one.
+    ro.rank = job_.rank();
+    ro.world = job_.workers();
+    ro.batch_size = std::max<int64_t>(1, data::SliceOfBatch(global_batch_, job_.rank(), job_.workers()).size());
+  } else if (job_.distributed() && job_.split == config::DataSplit::kShards && !job_.async()) {
     // Each rank reads its units of every pass, in batches of its share of the global batch.
     ro.rank = job_.rank();
     ro.world = job_.world();
@@ -313,11 +335,12 @@ Status TrainLoop::SetupLocal() {
   // Where this rank's first pass starts (a resume): the global rows consumed, or in shards mode
   // this rank's own (when the job had the same ranks; otherwise an even part, logged).
   local_skip_ = meta_.rows_in_epoch;
+  const int readers = job_.async() ? job_.workers() : job_.world();
   if (opt_.resume && job_.distributed() && job_.split == config::DataSplit::kShards) {
     if (meta_.world == job_.world() && static_cast<int>(meta_.rank_rows_in_epoch.size()) == job_.world()) {
       local_skip_ = meta_.rank_rows_in_epoch[static_cast<size_t>(job_.rank())];
     } else {
-      local_skip_ = meta_.rows_in_epoch / job_.world();
+      local_skip_ = meta_.rows_in_epoch / readers;
       if (meta_.rows_in_epoch > 0) {
         log_->Log("note: the checkpoint was written by " + std::to_string(meta_.world) + " rank(s) mid-epoch; with "
                   "dist.data_split shards the rest of epoch " + std::to_string(meta_.epoch) + " is re-planned for " +
@@ -328,11 +351,11 @@ Status TrainLoop::SetupLocal() {
     }
   }
   local_rows_in_epoch_ = local_skip_;
-  if (meta_.epoch < c_.train.epochs) {
+  if (meta_.epoch < c_.train.epochs && !job_.is_server()) {
     RECTRAIN_RETURN_IF_ERROR(OpenTrainPass());
     sparse_names_ = pass_->reader().sparse_names();
     num_dense_ = static_cast<int>(pass_->reader().dense_names().size());
-  } else {
+  } else {  // a finished run, or a server: the fields only
     data::ReadOptions probe = c_.read;
     RECTRAIN_ASSIGN_OR_RETURN(auto r, WithContext(data::OpenBatchReader(train_data, probe), "data.train"));
     sparse_names_ = r->sparse_names();
@@ -354,7 +377,7 @@ Status TrainLoop::SetupLocal() {
 
   if (resume_from_) {
     RECTRAIN_ASSIGN_OR_RETURN(meta_, WithContext(ReadCheckpoint(*resume_from_, bundle_.params, optimizer_.get(),
-                                                                bundle_.tables, job_.comm),
+                                                                bundle_.tables, job_.comm, &bundle_.owners),
                                                  "while resuming from " + *resume_from_));
     if (meta_.model_type != c_.model.type) {
       return InvalidArgumentError("checkpoint " + *resume_from_ + " holds a " + meta_.model_type +
@@ -400,7 +423,10 @@ Status TrainLoop::SetupLocal() {
       vc.negative_downsampling = 1.0;
       log_->Log(CacheLine("data.valid", vc));
     }
-    valid_ = std::make_unique<internal::EvalSplit>(std::move(vsource), job_);
+    // Evaluation steps every rank together, also in an asynchronous job (after training).
+    internal::Job eval_job = job_;
+    eval_job.servers = 0;
+    valid_ = std::make_unique<internal::EvalSplit>(std::move(vsource), eval_job);
   }
   const size_t window = 1 << 17;
   window_probs_.assign(window, 0.0f);
@@ -730,7 +756,7 @@ Status TrainLoop::Loop() {
       session_seconds_ += loop_clock.Seconds();
       loop_clock.Reset();
       if (meta_.step % tc.log_every_steps == 0) {
-        if (job_.distributed()) {
+        if (job_.lockstep()) {
           RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
         }
         LogProgress(/*force_line=*/true);
@@ -758,7 +784,7 @@ Status TrainLoop::Loop() {
       }
       // A job agrees on a stop request at the start of a step (LockstepPass), so it stops one
       // step after a signal that arrives mid-step; a single process stops right away.
-      if (!done && (step.stop || (!job_.distributed() && stop_requested()))) {
+      if (!done && (step.stop || (!job_.lockstep() && stop_requested()))) {
         stop_status_ = RunOutcome::kInterrupted;
         summary_.interrupted_by = stop_requested() ? opt_.stop_signal->load() : SIGTERM;
         if (job_.distributed()) log_->Log("a rank was asked to stop (SIGINT/SIGTERM): the job checkpoints and stops");
@@ -782,19 +808,25 @@ Status TrainLoop::Loop() {
               " (this session: data wait " + Fixed(summary_.breakdown.data_wait - epoch_start_wait_, 2) + "s, " +
               FormatCount(epoch_seconds > 0 ? static_cast<double>(session_rows_ - epoch_start_rows_) / epoch_seconds : 0) +
               " samples/s" + (train_source_->cached() ? ", data.train in memory" : "") + ")");
-    if (job_.distributed()) {
+    if (job_.lockstep()) {
       RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
       LogRanks();
     }
-    if (valid_ && meta_.last_eval_step != meta_.step) {
+    if (valid_ && meta_.last_eval_step != meta_.step && !job_.async()) {
       RECTRAIN_RETURN_IF_ERROR(RunEval("end of epoch"));
       if (EarlyStopCheck()) {
         stop_status_ = RunOutcome::kEarlyStopped;
         done = true;
       }
     }
-    // A stop request between epochs: agreed like one inside a pass.
-    if (!done) {
+    // A stop request between epochs: agreed like one inside a pass (an async worker stops alone).
+    if (!done && !job_.lockstep()) {
+      if (stop_requested()) {
+        stop_status_ = RunOutcome::kInterrupted;
+        summary_.interrupted_by = opt_.stop_signal->load();
+        done = true;
+      }
+    } else if (!done) {
       std::vector<int64_t> stop = {stop_requested() ? 1 : 0};
       RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(stop), dist::ReduceOp::kMax));
       if (stop[0] != 0) {
@@ -862,6 +894,73 @@ void TrainLoop::WriteSummary() {
   }
 }
 
+Status TrainLoop::ServeAsServer() {
+  const int s = job_.rank() - job_.workers();
+  int64_t total = 0;
+  for (const auto& p : bundle_.params) total += static_cast<int64_t>(p.value.size());
+  ps::ServerOptions so;
+  so.tables = bundle_.tables;
+  so.dense = ps::SliceParams(bundle_.params, ps::DenseChunk(total, s, job_.servers));
+  // The dense optimizer of this chunk (its moments start afresh: a resumed async run restarts them).
+  RECTRAIN_ASSIGN_OR_RETURN(server_optimizer_, optim::MakeOptimizer(c_.optimizer));
+  RECTRAIN_RETURN_IF_ERROR(server_optimizer_->Init(so.dense)) << "while initialising the server's optimizer";
+  so.optimizer = server_optimizer_.get();
+  so.workers = job_.workers();
+  so.staleness = c_.dist.staleness;
+  so.compute = compute_;
+  ps::ServerStats st;
+  Stopwatch sw;
+  job_.comm->set_context("serving");
+  RECTRAIN_RETURN_IF_ERROR(ps::RunServer(so, *job_.comm, &st));
+  session_seconds_ = sw.Seconds();
+  server_stats_ = st;
+  return OkStatus();
+}
+
+Status TrainLoop::ConcludeAsync() {
+  // Every rank gets the servers' final dense parameters (each server contributes its chunk).
+  int64_t total = 0;
+  for (const auto& p : bundle_.params) total += static_cast<int64_t>(p.value.size());
+  std::vector<float> all(static_cast<size_t>(total), 0.0f);
+  if (job_.is_server()) {
+    const ps::DenseRange r = ps::DenseChunk(total, job_.rank() - job_.workers(), job_.servers);
+    int64_t at = 0;
+    for (const auto& p : bundle_.params) {
+      for (size_t i = 0; i < p.value.size(); ++i, ++at) {
+        if (at >= r.begin && at < r.end) all[static_cast<size_t>(at)] = p.value[i];
+      }
+    }
+  }
+  RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, OkStatus())));
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<float>(all), dist::ReduceOp::kSum));
+  int64_t at = 0;
+  for (const auto& p : bundle_.params) {
+    std::copy_n(all.data() + at, p.value.size(), p.value.data());
+    at += static_cast<int64_t>(p.value.size());
+  }
+  // From here on every rank steps together over the servers' rows: the final evaluation and the
+  // checkpoint.
+  bundle_.store = ps::MakeShardedStore(bundle_.model->spec(), bundle_.tables, job_.comm, bundle_.owners);
+  bundle_.async_store = nullptr;
+  // The job's totals: rows of every worker, the slowest worker's time, and where each epoch is.
+  std::vector<double> sums = {static_cast<double>(local_session_rows_), static_cast<double>(meta_.rows_read_total),
+                              static_cast<double>(local_rows_in_epoch_)};
+  if (job_.is_server()) sums = {0, 0, 0};
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<double>(sums), dist::ReduceOp::kSum));
+  std::vector<double> maxes = {job_.is_server() ? 0.0 : session_seconds_, static_cast<double>(job_.is_server() ? 0 : meta_.step),
+                               static_cast<double>(job_.is_server() ? 0 : meta_.epoch)};
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<double>(maxes), dist::ReduceOp::kMax));
+  session_rows_ = static_cast<int64_t>(sums[0]);
+  meta_.rows_read_total = static_cast<int64_t>(sums[1]);
+  meta_.rows_in_epoch = static_cast<int64_t>(sums[2]);
+  session_seconds_ = maxes[0];
+  meta_.step = static_cast<int64_t>(maxes[1]);  // the most steps any worker made
+  meta_.epoch = static_cast<int64_t>(maxes[2]);
+  log_->Log("async: every worker is done; " + FormatCount(static_cast<double>(session_rows_)) + " rows in " +
+            Fixed(session_seconds_, 1) + "s by " + std::to_string(job_.workers()) + " workers");
+  return OkStatus();
+}
+
 Result<TrainSummary> TrainLoop::Run() {
   Status s = SetupLocal();
   if (job_.distributed()) s = Agreed(dist::AgreeOk(*job_.comm, s));
@@ -871,7 +970,17 @@ Result<TrainSummary> TrainLoop::Run() {
     opt_.observer->OnStart(meta_.step);
     since_report_.Reset();
   }
-  if (s.ok()) s = Loop();
+  if (job_.async()) {
+    if (s.ok()) s = job_.is_server() ? ServeAsServer() : Loop();
+    // A worker tells the servers it is done (also after an error, so they need not time out).
+    if (!job_.is_server() && bundle_.async_store != nullptr) {
+      Status done = bundle_.async_store->Finish();
+      if (s.ok()) s = done;
+    }
+    if (s.ok()) s = ConcludeAsync();
+  } else if (s.ok()) {
+    s = Loop();
+  }
   if (s.ok()) s = Finish();
   if (s.ok() && job_.distributed()) {
     s = RefreshJobFigures();

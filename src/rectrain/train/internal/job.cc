@@ -29,7 +29,7 @@ Result<std::optional<LockstepPass::Step>> LockstepPass::Next(bool stop_requested
   }
   *waited = sw.Seconds();
   const int64_t rows = have_batch_ ? batch_.size : 0;
-  if (!job_.distributed()) {
+  if (!job_.lockstep()) {  // one process, or an asynchronous worker: its own pass
     if (!local.ok()) return local;
     if (ended_) return std::optional<Step>();
     return std::optional<Step>(Step{&batch_, rows, 0, stop_requested});

@@ -7,7 +7,8 @@
 // loss is scaled by the global batch and dropout is keyed by global rows), whether any rank hit
 // an error (then every rank stops with it), wants to stop (a signal), or has reached the end of
 // its share; a rank whose share has ended passes empty batches until every share has ended.
-// With one process it is the reader itself, at no cost.
+// With one process (or an asynchronous worker, which trains on its own) it is the reader itself,
+// at no cost.
 //
 // Thread safety: used by the training thread only.
 #pragma once
@@ -27,10 +28,18 @@ namespace rectrain::train::internal {
 struct Job {
   dist::Communicator* comm = nullptr;  // never null (Communicator::Single() for one process)
   config::DataSplit split = config::DataSplit::kShards;  // resolved: shards or batches
+  // dist.mode async: the last `servers` ranks are parameter servers (ps/async_ps.h), the others
+  // workers that train on their own; 0 in sync mode.
+  int servers = 0;
   int rank() const { return comm->rank(); }
   int world() const { return comm->world(); }
   bool distributed() const { return comm->world() > 1; }
   bool lead() const { return comm->rank() == 0; }  // logs, writes summaries, reports
+  bool async() const { return servers > 0; }
+  // Every rank steps together (sync): passes, collectives and decisions are agreed per step.
+  bool lockstep() const { return distributed() && !async(); }
+  bool is_server() const { return async() && rank() >= world() - servers; }
+  int workers() const { return world() - servers; }
 };
 
 class LockstepPass {

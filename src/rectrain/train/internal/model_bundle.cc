@@ -16,8 +16,20 @@ Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<s
     b.owned_tables.push_back(std::move(table));
   }
   b.params = b.model->Params();
-  b.store = job.distributed() ? ps::MakeShardedStore(b.model->spec(), b.tables, job.comm)
-                              : ps::MakeLocalStore(b.model->spec(), b.tables);
+  if (job.async()) {
+    b.owners = ps::Owners{job.world() - job.servers, job.servers};
+    if (!job.is_server()) {
+      auto store = ps::MakeAsyncWorkerStore(b.model->spec(), ps::TableDims(b.tables), b.params, b.owners, job.comm);
+      b.async_store = store.get();
+      b.store = std::move(store);
+    }
+  } else if (job.distributed()) {
+    b.owners = ps::Owners{0, job.world()};
+    b.store = ps::MakeShardedStore(b.model->spec(), b.tables, job.comm, b.owners);
+  } else {
+    b.owners = ps::Owners{0, 1};
+    b.store = ps::MakeLocalStore(b.model->spec(), b.tables);
+  }
   return b;
 }
 

@@ -13,6 +13,7 @@
 #include "rectrain/config/train_config.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/nn/model.h"
+#include "rectrain/ps/async_ps.h"
 #include "rectrain/ps/embedding_store.h"
 #include "rectrain/train/internal/job.h"
 #include "rectrain/train/observer.h"
@@ -24,11 +25,14 @@ struct ModelBundle {
   std::vector<std::unique_ptr<embedding::EmbeddingTable>> owned_tables;
   std::vector<embedding::EmbeddingTable*> tables;  // this rank's rows of each table
   std::vector<optim::ParamRef> params;
-  std::unique_ptr<ps::EmbeddingStore> store;       // local, or sharded over the job
+  std::unique_ptr<ps::EmbeddingStore> store;       // local, sharded over the job, or a worker's async store
+  ps::AsyncWorkerStore* async_store = nullptr;     // `store` when it is an asynchronous worker's
+  ps::Owners owners;                               // the ranks that hold rows
 };
 
 // Builds the model for the reader's fields and one table per ModelSpec table, served by a local
-// store (one process) or a store sharded over `job` (comm must outlive the bundle).
+// store (one process), a store sharded over `job`, or for an asynchronous worker a store that
+// pulls from and pushes to the job's servers (comm must outlive the bundle).
 Result<ModelBundle> BuildModel(const config::TrainConfig& c, const std::vector<std::string>& sparse, int num_dense,
                                const Job& job);
 

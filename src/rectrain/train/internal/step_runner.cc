@@ -138,7 +138,7 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
   }
 
   double loss = n > 0 ? loss_sum / static_cast<double>(n) : 0;
-  if (job_.distributed()) {
+  if (job_.lockstep()) {
     // The dense gradients of every rank and the loss, summed in one AllReduce.
     sw.Reset();
     reduce_.clear();
@@ -158,15 +158,20 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
   }
 
   sw.Reset();
+  if (b_->async_store != nullptr) b_->async_store->set_dense_lr(rates.dense_lr);
   const double exchange2 = b_->store->stats().exchange_seconds;
   RECTRAIN_RETURN_IF_ERROR(b_->store->Push({.step = global_step, .learning_rate = rates.sparse_lr}, compute)) << "at step " << global_step;
   const double exchange3 = b_->store->stats().exchange_seconds;
   t->sparse_update += sw.Seconds() - (exchange3 - exchange2);
   t->exchange += (exchange1 - exchange0) + (exchange3 - exchange2);
 
-  sw.Reset();
-  RECTRAIN_RETURN_IF_ERROR(opt_->Update({.step = global_step, .learning_rate = rates.dense_lr}, b_->params, compute)) << "at step " << global_step;
-  t->dense_update += sw.Seconds();
+  // An asynchronous worker's dense update is the servers' (they got the gradients with the push).
+  if (b_->async_store == nullptr) {
+    sw.Reset();
+    RECTRAIN_RETURN_IF_ERROR(opt_->Update({.step = global_step, .learning_rate = rates.dense_lr}, b_->params, compute))
+        << "at step " << global_step;
+    t->dense_update += sw.Seconds();
+  }
   return loss;
 }
 
