@@ -14,6 +14,8 @@ namespace {
 
 enum MessageType : uint32_t { kPull = 1, kRows = 2, kPush = 3, kDone = 4 };
 
+size_t PaddedTo(size_t at, size_t alignment) { return (at + alignment - 1) / alignment * alignment; }
+
 class Writer {
  public:
   explicit Writer(std::vector<std::byte>* out) : out_(out) { out_->clear(); }
@@ -23,12 +25,17 @@ class Writer {
     out_->resize(at + sizeof(T));
     std::memcpy(out_->data() + at, &v, sizeof(T));
   }
+  // Arrays start at a multiple of their element size (zero padding), so the receiver reads them in
+  // place: message buffers are allocated by operator new, aligned for any element type.
   template <typename T>
   void PutSpan(std::span<const T> v) {
+    Pad(alignof(T));
     const size_t at = out_->size();
     out_->resize(at + v.size_bytes());
     if (!v.empty()) std::memcpy(out_->data() + at, v.data(), v.size_bytes());
   }
+  // Starts an array written element by element (Put in a loop), read back with Reader::Span.
+  void Pad(size_t alignment) { out_->resize(PaddedTo(out_->size(), alignment)); }
 
  private:
   std::vector<std::byte>* out_;
@@ -47,6 +54,9 @@ class Reader {
   }
   template <typename T>
   Result<std::span<const T>> Span(uint64_t n) {
+    const size_t at = PaddedTo(pos_, alignof(T));
+    if (at > in_.size()) return Malformed();
+    pos_ = at;
     if (n > (in_.size() - pos_) / sizeof(T)) return Malformed();
     std::span<const T> s(reinterpret_cast<const T*>(in_.data() + pos_), static_cast<size_t>(n));
     pos_ += static_cast<size_t>(n) * sizeof(T);
@@ -121,6 +131,7 @@ class AsyncWorkerStoreImpl final : public AsyncWorkerStore {
       for (int t = 0; t < nt; ++t) {
         const std::vector<int32_t>& idx = route_[static_cast<size_t>(s)][static_cast<size_t>(t)];
         w.Put<uint32_t>(static_cast<uint32_t>(idx.size()));
+        w.Pad(alignof(uint64_t));
         for (int32_t k : idx) w.Put<uint64_t>(ids_.unique(t)[static_cast<size_t>(k)]);
       }
       RECTRAIN_RETURN_IF_ERROR(comm_->Post(servers_.first + s, msg_));
@@ -183,6 +194,7 @@ class AsyncWorkerStoreImpl final : public AsyncWorkerStore {
         const std::vector<int32_t>& idx = route_[static_cast<size_t>(s)][static_cast<size_t>(t)];
         const int dim = dims_[static_cast<size_t>(t)];
         w.Put<uint32_t>(static_cast<uint32_t>(idx.size()));
+        w.Pad(alignof(uint64_t));
         for (int32_t k : idx) w.Put<uint64_t>(ids_.unique(t)[static_cast<size_t>(k)]);
         std::span<const float> g = ids_.grads_of(t);
         for (int32_t k : idx) w.PutSpan<float>(g.subspan(static_cast<size_t>(k) * dim, static_cast<size_t>(dim)));
