@@ -104,7 +104,8 @@ Status EmbeddingBag::Forward(int64_t batch, std::span<const PulledTable> tables,
           if (u < 0 || u >= nu) return bad_index(i, u);
           const float* src = rows + u * dim;
           if (lead_cols) lead[i] += src[0];
-          std::memcpy(out.row(i) + field.out_col, src + lead_cols, sizeof(float) * width);
+          // width 0 (an LR table holds only its lead column): out may have no storage at all.
+          if (width > 0) std::memcpy(out.row(i) + field.out_col, src + lead_cols, sizeof(float) * width);
         }
         continue;
       }
@@ -116,7 +117,7 @@ Status EmbeddingBag::Forward(int64_t batch, std::span<const PulledTable> tables,
                                       std::to_string(i));
         }
         float* dst = out.row(i) + field.out_col;
-        std::memset(dst, 0, sizeof(float) * width);
+        if (width > 0) std::memset(dst, 0, sizeof(float) * width);
         float lead_sum = 0.0f;
         for (int64_t k = begin; k < end; ++k) {
           const int64_t u = idx[k];
