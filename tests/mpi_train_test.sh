@@ -39,8 +39,17 @@ fail() { echo "FAIL: $*"; exit 1; }
 $MPIEXEC $FLAGS -np 2 "$B" train cfg.yaml --run-dir two --quiet >out2.txt 2>&1 || { cat out2.txt; fail "2-rank run"; }
 [ "$(field two "s['dist']['world']")" = 2 ] || fail "summary.json of the 2-rank run does not say world 2"
 [ "$(field two "s['train']['steps']")" = "$(field one "s['train']['steps']")" ] || fail "step counts differ"
+# Float sums in another order differ by ~1e-7; Adam and Adagrad normalise updates, so such noise on
+# a near-zero gradient becomes a full-size step, and over hundreds of steps the two runs drift
+# apart by ~1e-4 in logloss while being the same training. Short runs must agree tightly, the
+# whole run within that drift.
 close "$(field two "s['valid']['auc']")" "$(field one "s['valid']['auc']")" 0.0002 || fail "AUC of 2 ranks differs from 1 process"
-close "$(field two "s['valid']['logloss']")" "$(field one "s['valid']['logloss']")" 0.0002 || fail "logloss differs"
+close "$(field two "s['valid']['logloss']")" "$(field one "s['valid']['logloss']")" 0.001 || fail "logloss differs"
+"$B" train cfg.yaml --run-dir one30 --quiet --set train.max_steps=30 >/dev/null || fail "single-process 30 steps"
+$MPIEXEC $FLAGS -np 2 "$B" train cfg.yaml --run-dir two30 --quiet --set train.max_steps=30 >out30.txt 2>&1 ||
+  { cat out30.txt; fail "2-rank 30 steps"; }
+close "$(field two30 "s['valid']['logloss']")" "$(field one30 "s['valid']['logloss']")" 0.000002 ||
+  fail "after 30 steps the logloss of 2 ranks differs from 1 process"
 echo "ok: 1 process and 2 ranks: auc $(field one "s['valid']['auc']") vs $(field two "s['valid']['auc']")"
 
 # SIGTERM to the launcher (it forwards it to every rank): checkpoint, exit 143, resume on 3 ranks.
