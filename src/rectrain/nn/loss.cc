@@ -7,6 +7,24 @@
 #include "rectrain/base/check.h"
 
 namespace rectrain::nn {
+namespace {
+
+// Σ over rows [0, n) of row_loss(begin, end) (which also writes the rows' gradients), split into
+// ranges on the pool; the per-range partial sums are added in range order, so the total is
+// deterministic for a fixed thread count.
+template <typename RangeLoss>
+double SumOverRanges(const ComputeContext& compute, int64_t n, int64_t grain, RangeLoss&& range_loss) {
+  constexpr int kMaxRanges = 256;
+  double partial[kMaxRanges] = {};
+  ComputeContext ctx = compute;
+  ctx.num_threads = std::min(std::max(1, ctx.num_threads), kMaxRanges);
+  ParallelForEach(ctx, n, grain, [&](int range, int64_t begin, int64_t end) { partial[range] = range_loss(begin, end); });
+  double total = 0;
+  for (int r = 0; r < kMaxRanges; ++r) total += partial[r];
+  return total;
+}
+
+}  // namespace
 
 double SigmoidCrossEntropy(std::span<const float> logits, std::span<const float> labels,
                            std::span<float> dlogits, std::span<float> probs,
@@ -19,12 +37,7 @@ double SigmoidCrossEntropy(std::span<const float> logits, std::span<const float>
   const int64_t n = static_cast<int64_t>(logits.size());
   if (n == 0) return 0.0;
   const float inv_n = 1.0f / static_cast<float>(n);
-  // Per-range partial sums added in range order: deterministic for a fixed thread count.
-  constexpr int kMaxRanges = 256;
-  double partial[kMaxRanges] = {};
-  ComputeContext ctx = compute;
-  ctx.num_threads = std::min(std::max(1, ctx.num_threads), kMaxRanges);
-  ParallelForEach(ctx, n, 2048, [&](int range, int64_t begin, int64_t end) {
+  const double total = SumOverRanges(compute, n, 2048, [&](int64_t begin, int64_t end) {
     double sum = 0;
     for (int64_t i = begin; i < end; ++i) {
       const float z = logits[i];
@@ -36,10 +49,8 @@ double SigmoidCrossEntropy(std::span<const float> logits, std::span<const float>
       if (!dlogits.empty()) dlogits[i] = (p - y) * inv_n;
       if (!probs.empty()) probs[i] = p;
     }
-    partial[range] = sum;
+    return sum;
   });
-  double total = 0;
-  for (int r = 0; r < kMaxRanges; ++r) total += partial[r];
   return total / static_cast<double>(n);
 }
 
@@ -53,11 +64,7 @@ double SoftmaxCrossEntropy(std::span<const float> logits, int classes, std::span
   const int64_t n = static_cast<int64_t>(labels.size());
   if (n == 0) return 0.0;
   const float inv_n = 1.0f / static_cast<float>(n);
-  constexpr int kMaxRanges = 256;
-  double partial[kMaxRanges] = {};
-  ComputeContext ctx = compute;
-  ctx.num_threads = std::min(std::max(1, ctx.num_threads), kMaxRanges);
-  ParallelForEach(ctx, n, 256, [&](int range, int64_t begin, int64_t end) {
+  const double total = SumOverRanges(compute, n, 256, [&](int64_t begin, int64_t end) {
     double sum = 0;
     std::vector<float> e(static_cast<size_t>(classes));
     for (int64_t i = begin; i < end; ++i) {
@@ -83,10 +90,8 @@ double SoftmaxCrossEntropy(std::span<const float> logits, int classes, std::span
         }
       }
     }
-    partial[range] = sum;
+    return sum;
   });
-  double total = 0;
-  for (int r = 0; r < kMaxRanges; ++r) total += partial[r];
   return total / static_cast<double>(n);
 }
 
