@@ -13,6 +13,7 @@ int RunDataGen(const std::vector<std::string>& args);
 int RunTrain(const std::vector<std::string>& args);
 int RunDoctor(const std::vector<std::string>& args);
 int RunEval(const std::vector<std::string>& args);
+int RunTune(const std::vector<std::string>& args);
 int RunQuickstart(const std::vector<std::string>& args);
 int RunRuns(const std::vector<std::string>& args);
 int RunUi(const std::vector<std::string>& args);

@@ -536,6 +536,21 @@ Status TrackingStore::FinishRun(RunId run, RunStatus status, std::string_view me
   });
 }
 
+Status TrackingStore::ReopenRun(RunId run) {
+  const int64_t pid = static_cast<int64_t>(getpid());
+  const int64_t start_ticks = ProcessStartTicks(pid);
+  std::lock_guard lock(mu_);
+  return WriteTxn([&]() -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(
+        Stmt * upd, db_->Cached("UPDATE runs SET status = 'running', status_message = '', end_time = NULL, "
+                                "heartbeat_time = ?, host = ?, pid = ?, pid_start_ticks = ? WHERE id = ?"));
+    upd->Bind(1, Now()).Bind(2, options_.host).Bind(3, pid).Bind(4, start_ticks).Bind(5, run);
+    RECTRAIN_RETURN_IF_ERROR(upd->Run());
+    if (sqlite3_changes(db_->raw()) == 0) return NotFoundError("run " + std::to_string(run) + " not found");
+    return OkStatus();
+  });
+}
+
 Status TrackingStore::DeleteRun(RunId run) {
   std::lock_guard lock(mu_);
   return WriteTxn([&]() -> Status {

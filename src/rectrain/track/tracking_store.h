@@ -222,6 +222,10 @@ class TrackingStore {
   // Sets the terminal status (InvalidArgument for kRunning), end time and message. A run that
   // reconciliation marked failed can still be finished by its own process (last word wins).
   Status FinishRun(RunId run, RunStatus status, std::string_view message = "");
+  // Marks a finished/failed/stopped run running again for this process (host, pid, heartbeat;
+  // end time and message cleared): a resumed training run, or a tune trial promoted to its next
+  // rung, keeps one record and one metric history. NotFound for an unknown run.
+  Status ReopenRun(RunId run);
   // Deletes the run and all its rows. NotFound for an unknown run.
   Status DeleteRun(RunId run);
   // Marks stale running runs failed (see the top comment); returns how many.

@@ -156,7 +156,11 @@ Result<std::unique_ptr<RunRecorder>> RunRecorder::Start(Options options, const t
                                                         const std::vector<std::string>& data_patterns) {
   std::unique_ptr<RunRecorder> r(new RunRecorder(std::move(options)));
   track::TrackingStore* store = r->options_.store;
-  if (store != nullptr) {
+  if (store != nullptr && r->options_.reopen) {
+    RECTRAIN_RETURN_IF_ERROR(store->ReopenRun(*r->options_.reopen));
+    r->run_ = r->options_.reopen;
+    r->run_label_ = std::to_string(*r->run_);
+  } else if (store != nullptr) {
     RECTRAIN_ASSIGN_OR_RETURN(track::RunId id, store->StartRun(info));
     r->run_ = id;
     r->run_label_ = std::to_string(id);

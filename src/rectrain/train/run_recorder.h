@@ -54,9 +54,13 @@ class RunRecorder : public TrainObserver {
     double heartbeat_s = 30.0;                  // <= 0: no heartbeat thread
     double progress_interval_s = 1.0;           // Prometheus refresh while training
     std::function<void(const std::string&)> warn;  // null: stderr
+    // Continue this run (a resumed run directory): ReopenRun instead of StartRun, so one run
+    // directory stays one tracking run; its RunInfo and data files are kept from the start.
+    std::optional<track::RunId> reopen;
   };
 
-  // Starts recording. With a store: StartRun(info) (errors as TrackingStore::StartRun, e.g.
+  // Starts recording. With a store and Options::reopen: ReopenRun(*reopen) (NotFound when the
+  // run was deleted). With a store otherwise: StartRun(info) (errors as TrackingStore::StartRun, e.g.
   // InvalidArgument for a parent id that does not exist), then AddDataFile for every file of
   // `data_patterns` (expanded like the reader; files that cannot be read are skipped: the
   // trainer reports them) and AddArtifact("log", run_dir/train.log). Paths are made absolute.

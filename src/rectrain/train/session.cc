@@ -3,7 +3,11 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "rectrain/config/train_config.h"
 #include "rectrain/http/prometheus.h"
@@ -54,6 +58,30 @@ Result<std::unique_ptr<http::Server>> StartMetricsServer(const config::Monitorin
   return server;
 }
 
+// RUN_DIR/tracking.json names the run's tracking record ({"store": PATH, "run": ID}), so that
+// --resume continues the same record (one run directory = one tracking run, e.g. a tune trial
+// promoted from rung to rung) instead of starting another.
+constexpr char kTrackingFile[] = "tracking.json";
+
+std::optional<track::RunId> RecordedRun(const std::string& run_dir, const std::string& store_path) {
+  std::ifstream in(fs::path(run_dir) / kTrackingFile);
+  if (!in) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("store") || !j.contains("run") || !j["run"].is_number_integer()) return std::nullopt;
+  std::error_code ec;
+  if (!j["store"].is_string() || fs::weakly_canonical(j["store"].get<std::string>(), ec) != fs::weakly_canonical(store_path, ec)) {
+    return std::nullopt;  // another store now: record the resumed run there afresh
+  }
+  return j["run"].get<track::RunId>();
+}
+
+void RememberRun(const std::string& run_dir, const std::string& store_path, track::RunId run) {
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  const nlohmann::json j = {{"store", fs::absolute(store_path, ec).string()}, {"run", run}};
+  std::ofstream(fs::path(run_dir) / kTrackingFile) << j.dump() << "\n";
+}
+
 // Rank 0's part of the setup: the tracking store, /metrics, the recorder and the data check.
 // Declared in this order so that the recorder ends before the server stops and the server
 // before the registry goes.
@@ -92,14 +120,21 @@ Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loade
     ro.store = rec->store.get();
     ro.registry = rec->metrics_server ? &rec->registry : nullptr;
     ro.run_dir = run_dir;
+    const std::string store_path = track::ResolveStorePath(c.tracking.store, c.tracking.workspace);
+    if (rec->store && o.resume) ro.reopen = RecordedRun(run_dir, store_path);
     std::vector<std::string> data = c.train_files;
     data.insert(data.end(), c.valid_files.begin(), c.valid_files.end());
     auto started = RunRecorder::Start(ro, info, data);
+    if (!started.ok() && ro.reopen && started.status().code() == StatusCode::kNotFound) {
+      ro.reopen.reset();  // the record was deleted: start a new one
+      started = RunRecorder::Start(ro, info, data);
+    }
     if (!started.ok()) return started.status().WithContext("cannot record the run in the tracking store");
     rec->recorder = std::move(started).value();
     if (rec->recorder->run_id()) {
-      note("tracking: run " + std::to_string(*rec->recorder->run_id()) + " in " +
-           track::ResolveStorePath(c.tracking.store, c.tracking.workspace));
+      if (!ro.reopen) RememberRun(run_dir, store_path, *rec->recorder->run_id());
+      note("tracking: run " + std::to_string(*rec->recorder->run_id()) + (ro.reopen ? " (continued) in " : " in ") +
+           store_path);
     }
     if (rec->metrics_server) note("metrics: " + rec->metrics_server->url() + "/metrics");
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -153,6 +154,7 @@ class TrainLoop {
   void LogProgress(bool force_line);
   Status Finish();
   void WriteSummary();
+  void AppendEvalRecord(const EvalMetrics& m);
   // Job-wide figures (every rank calls it at the same step): table counters, rejected rows and
   // each rank's figures, kept for the reports and the summary.
   Status RefreshJobFigures();
@@ -673,8 +675,29 @@ Status TrainLoop::RunEval(const char* why) {
   }
   line += " (" + std::to_string(m.rows) + " rows, " + Fixed(sw.Seconds(), 1) + "s)";
   log_->Log(line);
+  if (lead()) AppendEvalRecord(m);
   if (opt_.observer != nullptr && lead()) opt_.observer->OnEval(meta_.step, m);
   return OkStatus();
+}
+
+// RUN_DIR/evals.jsonl: one JSON line per evaluation (docs/formats/summary.md), appended and
+// flushed at once, so a process watching the run (a tune study) sees every result as it lands.
+void TrainLoop::AppendEvalRecord(const EvalMetrics& m) {
+  const nlohmann::json j = {{"step", meta_.step},
+                            {"epoch", meta_.epoch},
+                            {"time", static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                             std::chrono::system_clock::now().time_since_epoch())
+                                                             .count()) /
+                                         1000.0},
+                            {"rows", m.rows},
+                            {"auc", Num(m.auc)},
+                            {"logloss", Num(m.logloss)},
+                            {"gauc", Num(m.gauc)},
+                            {"accuracy", Num(m.accuracy)},
+                            {"top5_accuracy", Num(m.top5_accuracy)}};
+  std::ofstream out(opt_.run_dir + "/evals.jsonl", std::ios::app);
+  out << j.dump() << '\n';
+  out.flush();
 }
 
 // Updates the early-stopping state from the latest evaluation; true when training should stop.
