@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -113,7 +114,19 @@ int RunTune(const std::vector<std::string>& args) {
   } else if (study_path.empty() || study_dir.empty()) {
     return ReportError(kCmd, InvalidArgumentError("usage: rectrain tune STUDY.yaml --study-dir DIR (or --resume DIR)"));
   }
-  auto spec = tune::LoadStudy(study_path);
+  Result<tune::StudySpec> spec = tune::LoadStudy(study_path);
+  // A resumed study reads DIR/study.yaml as if from where the original file was, so its
+  // relative base path means the same file.
+  if (!resume.empty() && study_path == study_dir + "/study.yaml") {
+    std::ifstream src(study_dir + "/study.source");
+    std::string original;
+    if (std::getline(src, original) && !original.empty()) {
+      std::ifstream in(study_path);
+      std::stringstream text;
+      text << in.rdbuf();
+      spec = tune::ParseStudy(text.str(), original);
+    }
+  }
   if (!spec.ok()) return ReportError(kCmd, spec.status());
   // A resumed study keeps the base it started with (an inline base lives in DIR/base.yaml).
   spec->sets.insert(spec->sets.end(), sets.begin(), sets.end());

@@ -224,6 +224,8 @@ class Study {
       RECTRAIN_RETURN_IF_ERROR(Replay(events));
     } else {
       std::ofstream(o_.study_dir + "/study.yaml") << spec_.text;
+      // Where the study file was: its relative paths (base) resolve from there on --resume.
+      if (!spec_.source.empty()) std::ofstream(o_.study_dir + "/study.source") << fs::absolute(spec_.source).string() << "\n";
       if (!spec_.base_yaml.empty()) std::ofstream(o_.study_dir + "/base.yaml") << spec_.base_yaml;
       RECTRAIN_RETURN_IF_ERROR(StartStudyRun());
       RECTRAIN_RETURN_IF_ERROR(Journal({{"ev", "study"}, {"name", spec_.name}, {"study_run", study_run_ ? json(*study_run_) : json()}}));
@@ -248,12 +250,24 @@ class Study {
       return InvalidArgumentError("scheduler median compares trials at their evaluations: set train.eval_every_steps in the base config (or sets)");
     }
     std::vector<std::string> errors;
+    // A key fits when some value of its domain loads (an unknown key never does); a single
+    // value the config refuses fails only the trials that draw it.
     for (const Param& p : spec_.space.params()) {
-      const std::string sample = p.domain.Decode(0.5);
-      std::vector<std::string> sets = spec_.sets;
-      sets.push_back(p.key + "=" + sample);
-      auto checked = o_.check(sets);
-      if (!checked.ok()) errors.push_back("space." + p.key + " (tried " + sample + "): " + checked.status().message());
+      std::vector<std::string> tries = p.domain.categorical() ? p.domain.values
+                                                              : std::vector<std::string>{p.domain.Decode(0.5), p.domain.Decode(0.0)};
+      std::string first_error;
+      bool fits = false;
+      for (const std::string& v : tries) {
+        std::vector<std::string> sets = spec_.sets;
+        sets.push_back(p.key + "=" + v);
+        auto checked = o_.check(sets);
+        if (checked.ok()) {
+          fits = true;
+          break;
+        }
+        if (first_error.empty()) first_error = "(tried " + v + "): " + checked.status().message();
+      }
+      if (!fits) errors.push_back("space." + p.key + " " + first_error);
     }
     if (!errors.empty()) {
       std::string m = "the search space does not fit the base config:";
@@ -398,6 +412,7 @@ class Study {
         ready_.pop_front();
         Trial& t = trials_[static_cast<size_t>(id)];
         const bool has_checkpoint = HasCheckpoint(t.r.dir);
+        Log("trial " + TrialName(id) + (has_checkpoint ? " continues from its checkpoint" : " starts again (it left no checkpoint)"));
         RECTRAIN_RETURN_IF_ERROR(Launch(t, slot, has_checkpoint, t.target > 0 ? t.target : scheduler_->FirstBudget()));
         continue;
       }
@@ -590,8 +605,9 @@ class Study {
       return End(t, TrialState::kStopped, t.stop_reason);
     }
     if (!exit.signaled && exit.exit_code == 0 && (status == "completed" || status == "early_stopped")) {
-      const int64_t steps = summary.value("steps", int64_t{0});
-      const int64_t epochs = summary.value("epochs", int64_t{0});
+      const json train = summary.contains("train") && summary["train"].is_object() ? summary["train"] : json::object();
+      const int64_t steps = train.value("steps", int64_t{0});
+      const int64_t epochs = train.value("epochs", int64_t{0});
       const int64_t reached = spec_.scheduler.unit == BudgetUnit::kEpochs ? epochs : steps;
       double v = TrialResult::kNaN;
       if (summary.contains("valid") && summary["valid"].is_object()) v = JsonNumber(summary["valid"], spec_.metric_field());
