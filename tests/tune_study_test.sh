@@ -92,7 +92,7 @@ until [ "$(count '"ev":"state"' s3/journal.jsonl)" -ge 3 ]; do
   i=$((i + 1)); [ $i -lt 600 ] || fail "the study made no progress"; sleep 0.1
 done
 URL=$(sed -n 's/^metrics: //p' s3a.err)
-curl -fsS "$URL" > metrics.txt || fail "no /metrics at $URL"
+python3 -c "import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())" "$URL" > metrics.txt || fail "no /metrics at $URL"
 grep -q 'rectrain_tune_trials{state="running",study="killed"}' metrics.txt || fail "/metrics lacks the trial states"
 grep -q 'rectrain_tune_slots{study="killed"} 2' metrics.txt || fail "/metrics lacks the slots"
 kill -9 $PID
