@@ -1,5 +1,7 @@
 #include "rectrain/tune/study.h"
 
+#include "rectrain/config/binder.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,21 +16,6 @@
 namespace rectrain::tune {
 namespace fs = std::filesystem;
 namespace {
-
-int EditDistance(const std::string& a, const std::string& b) {
-  std::vector<int> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    int prev = row[0];
-    row[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const int cur = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return row[b.size()];
-}
 
 // Collects every problem of one study file with its position.
 class Parser {
@@ -52,7 +39,7 @@ class Parser {
       std::string best;
       int best_d = 1 << 20;
       for (const auto& c : known) {
-        const int d = EditDistance(k, c);
+        const int d = config::EditDistance(k, c);
         if (d < best_d) best_d = d, best = c;
       }
       Error(kv.first, prefix + k,

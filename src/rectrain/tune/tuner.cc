@@ -111,6 +111,25 @@ std::string LogTail(const std::string& path, size_t lines) {
   return out;
 }
 
+// The best trial: the best value among those at the highest rung any trial completed
+// (failed trials and trials without a result never count); -1 if none. `result` maps an
+// element to its TrialResult (the study keeps its trials with their processes).
+template <class T, class Result>
+int BestTrial(const StudySpec& spec, const std::vector<T>& trials, Result result) {
+  int best = -1;
+  for (const T& item : trials) {
+    const TrialResult& t = result(item);
+    if (t.state == TrialState::kFailed || !std::isfinite(t.value) || t.rung < 0) continue;
+    if (best < 0) {
+      best = t.id;
+      continue;
+    }
+    const TrialResult& b = result(trials[static_cast<size_t>(best)]);
+    if (t.rung > b.rung || (t.rung == b.rung && spec.Better(t.value, b.value))) best = t.id;
+  }
+  return best;
+}
+
 struct Trial {
   TrialResult r;
   std::unique_ptr<TrialProcess> proc;
@@ -699,20 +718,7 @@ class Study {
     return o;
   }
 
-  // The best trial: the best value among those at the highest rung any trial completed.
-  int Best() const {
-    int best = -1;
-    for (const Trial& t : trials_) {
-      if (t.r.state == TrialState::kFailed || !std::isfinite(t.r.value) || t.r.rung < 0) continue;
-      if (best < 0) {
-        best = t.r.id;
-        continue;
-      }
-      const TrialResult& b = trials_[static_cast<size_t>(best)].r;
-      if (t.r.rung > b.rung || (t.r.rung == b.rung && spec_.Better(t.r.value, b.value))) best = t.r.id;
-    }
-    return best;
-  }
+  int Best() const { return BestTrial(spec_, trials_, [](const Trial& t) -> const TrialResult& { return t.r; }); }
 
   // ---- Ending ----
   Status StopAll() {
@@ -843,15 +849,8 @@ class Study {
 
 std::string TrialTable(const StudySpec& spec, const std::vector<TrialResult>& trials, size_t max_rows) {
   std::map<TrialState, int> counts;
-  int best = -1;
-  for (const auto& t : trials) {
-    ++counts[t.state];
-    if (t.state == TrialState::kFailed || !std::isfinite(t.value) || t.rung < 0) continue;
-    if (best < 0 || t.rung > trials[static_cast<size_t>(best)].rung ||
-        (t.rung == trials[static_cast<size_t>(best)].rung && spec.Better(t.value, trials[static_cast<size_t>(best)].value))) {
-      best = t.id;
-    }
-  }
+  for (const auto& t : trials) ++counts[t.state];
+  const int best = BestTrial(spec, trials, [](const TrialResult& t) -> const TrialResult& { return t; });
   std::string out = "study " + spec.name + ": " + std::to_string(trials.size()) + "/" + std::to_string(spec.num_samples) + " trials";
   for (TrialState s : kAllStates) {
     if (counts[s] > 0) out += ", " + std::to_string(counts[s]) + " " + TrialStateName(s);
