@@ -13,4 +13,6 @@ set(RECTRAIN_UI_SOURCES
   src/pages/compare.ts
   src/pages/run.ts
   src/pages/groups.ts
+  src/pages/study.ts
+  src/parcoords.ts
 )

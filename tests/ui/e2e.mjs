@@ -12,6 +12,12 @@
 //        token auth. Fails on any page error.
 // scale: 10,000 runs + a run with 1,000,000 points; times the first render of the runs
 //        table, a metric sort, the big curve and a zoom; each must stay under 10 s.
+// study: a real `rectrain tune` study (--rectrain BIN, --trials N, default 12) on generated
+//        data, watched live on its study page: the trial table grows while it runs; at the
+//        end the best value equals the tuner's tune/best, the parallel coordinates draw one
+//        line per trial, the rungs table counts them, the best-so-far curve is drawn, sorting
+//        by the metric puts the best first, and a trial's run page links back. Times the
+//        study page's render (under 10 s; `--trials 200` is the responsiveness benchmark).
 // Exit codes: 0 pass, 1 fail, 77 skipped (no chromium).
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -320,6 +326,134 @@ async function scale() {
   await stopServer(server);
 }
 
+function run(bin, argv, opts = {}) {
+  return execFileSync(bin, argv, { encoding: "utf8", maxBuffer: 1 << 24, ...opts });
+}
+
+async function study() {
+  const B = args.rectrain;
+  assert(B, "the study suite needs --rectrain BIN");
+  const trials = Number(args.trials ?? 12);
+  const dir = join(work, "study");
+  mkdirSync(dir, { recursive: true });
+  const trainRows = trials >= 100 ? 12000 : 30000;
+  run(B, ["data", "gen", "--rows", String(trainRows), "--out", join(dir, "tr.tsv"), "--seed", "1"]);
+  run(B, ["data", "gen", "--rows", "4000", "--out", join(dir, "va.tsv"), "--seed", "2"]);
+  writeFileSync(
+    join(dir, "base.yaml"),
+    `threads: 1
+data: {train: tr.tsv, valid: va.tsv, format: criteo, batch_size: 256, cache_dir: cache}
+features: {log1p: true}
+model: {type: fm, embedding_dim: 4}
+optimizer: {type: adam, lr: 0.001}
+train: {epochs: 2}
+tracking: {store: ${JSON.stringify(store)}}
+`,
+  );
+  writeFileSync(
+    join(dir, "study.yaml"),
+    `name: ui-study
+base: base.yaml
+num_samples: ${trials}
+space:
+  optimizer.lr: {loguniform: [1.0e-4, 1.0e-1]}
+  model.embedding_dim: {choice: [2, 4, 8]}
+  embedding.optimizer.type: {choice: [adagrad, adam]}
+searcher: {type: tpe, seed: 5, startup: 6}
+scheduler: {type: asha, grace: 5, reduction: 3, max: ${trials >= 100 ? 45 : 135}}
+trial_threads: 1
+total_threads: 2
+`,
+  );
+  const server = await startServer();
+  const base = server.url.replace(/\/$/, "");
+  const t0 = Date.now();
+  const tuner = spawn(B, ["tune", join(dir, "study.yaml"), "--study-dir", join(dir, "s"), "--no-table", "--no-metrics"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(tuner);
+  let tuneOut = "";
+  tuner.stdout.on("data", (d) => (tuneOut += d));
+  tuner.stderr.on("data", (d) => (tuneOut += d));
+  const tuneDone = new Promise((r) => tuner.on("exit", (code) => r(code)));
+  let studyId = 0;
+  const trialRows = () => page.locator("#trials-table tbody tr").count();
+
+  await step("the studies list links the running study", async () => {
+    await page.goto(`${base}/#/study`);
+    await page.waitForFunction(() => document.querySelector("#studies-table tbody tr a"), null, { timeout: 30000 }).catch(async () => {
+      await page.reload();
+      await page.waitForSelector("#studies-table tbody tr a", { timeout: 30000 });
+    });
+    studyId = Number(await page.getAttribute("#studies-table tbody tr", "data-run-id"));
+    await page.click("#studies-table tbody tr a");
+    await page.waitForSelector("#study-cards");
+  });
+  await step("the trial table fills live while the study runs", async () => {
+    // Both slots are busy while the study runs, so a poll shows running trials.
+    await page.waitForSelector("#trials-table tbody tr[data-state='running']", { timeout: 60000 });
+    const first = await trialRows();
+    await page.waitForFunction((n) => document.querySelectorAll("#trials-table tbody tr").length > n, first, { timeout: 120000 });
+    figures.rows_first_seen = first;
+    figures.rows_later = await trialRows();
+    await shot("study-live.png");
+  });
+  await step("the tuner finishes and the page shows the final study", async () => {
+    const code = await tuneDone;
+    figures.tune_wall_s = (Date.now() - t0) / 1000;
+    assert(code === 0, `rectrain tune exited ${code}: ${tuneOut.slice(-2000)}`);
+    await page.waitForFunction(() => document.querySelector("h1 .badge")?.textContent === "finished", null, { timeout: 15000 });
+    await page.waitForFunction((n) => document.querySelectorAll("#trials-table tbody tr").length === n, trials, { timeout: 15000 });
+    const states = await page.locator("#trials-table tbody tr").evaluateAll((trs) => trs.map((tr) => tr.dataset.state));
+    assert(states.every((s) => ["finished", "stopped", "paused"].includes(s)), `every trial ended: ${states}`);
+    assert(states.includes("finished") && (states.includes("stopped") || states.includes("paused")), `ASHA stopped some and finished some: ${states}`);
+    const m = await page.evaluate(async (id) => (await (await fetch(`/api/runs/${id}/metrics?key=tune/best`)).json()).series[0].points, studyId);
+    const tunerBest = m[m.length - 1][1];
+    const shown = Number(await page.locator("#study-best-value .v").textContent());
+    figures.best = tunerBest;
+    assert(Math.abs(shown - tunerBest) < 1e-4, `best shown ${shown} = the tuner's tune/best ${tunerBest}`);
+    assert(tuneOut.includes("best config:"), "the tuner printed the best config");
+  });
+  await step("parallel coordinates, rungs and the best-so-far curve", async () => {
+    assert((await page.getAttribute("#study-parcoords .parcoords", "data-lines")) === String(trials), "one line per trial");
+    assert((await page.getAttribute("#study-parcoords .parcoords", "data-axes")) === "4", "3 params + the metric");
+    const labels = await page.locator("#study-parcoords .pc-axis text[font-weight='600']").allTextContents();
+    assert(labels[0] === "optimizer.lr (log)", `the lr axis is logarithmic: ${labels}`);
+    await page.locator("#study-parcoords .pc-line").last().hover({ force: true });
+    await page.waitForFunction(() => /^t\d{3}: /.test(document.querySelector("#study-parcoords .chart-note")?.textContent ?? ""), null, { timeout: 5000 });
+    const rung0 = await page.locator("#rungs-table tbody tr").first().locator("td").nth(2).textContent();
+    assert(Number(rung0) === trials, `every trial completed rung 0 (${rung0})`);
+    const top = await page.locator("#rungs-table tbody tr").last().locator("td").nth(2).textContent();
+    assert(Number(top) >= 1 && Number(top) < trials, `fewer reached the top rung (${top})`);
+    await page.waitForSelector("#study-best[data-points]");
+    assert(Number(await page.getAttribute("#study-best", "data-points")) >= trials, "one best-so-far point per result");
+    const ink = await inkedPixels("#study-best");
+    assert(ink > 200, `best-so-far drawn (${ink} inked pixels)`);
+    await shot("study.png");
+  });
+  await step("sorting by the metric puts the best trial first; a trial links back", async () => {
+    const t1 = Date.now();
+    await page.click("#trials-table th[data-col='value']");
+    await page.waitForFunction(() => document.querySelector("#trials-table tbody tr td.best") !== null);
+    figures.study_sort_ms = Date.now() - t1;
+    const firstVal = Number(await page.locator("#trials-table tbody tr").first().locator("td.num").nth(1).textContent());
+    const allVals = (await page.locator("#trials-table tbody tr").evaluateAll((trs) => trs.map((tr) => Number(tr.querySelectorAll("td.num")[1].textContent)))).filter((v) => Number.isFinite(v));
+    assert(firstVal === Math.max(...allVals), `first row has the highest AUC (${firstVal} of ${allVals})`);
+    await page.locator("#trials-table tbody tr").first().locator("td a").click();
+    await page.waitForSelector("#study-link");
+    await page.click("#study-link");
+    await page.waitForSelector("#trials-table");
+  });
+  await step("the study page renders in bounded time", async () => {
+    const t1 = Date.now();
+    await page.goto(`${base}/#/runs`);
+    await page.goto(`${base}/#/study/${studyId}`);
+    await page.waitForFunction((n) => document.querySelectorAll("#trials-table tbody tr").length === n && document.querySelector("#study-best[data-points]"), trials, { timeout: BOUND_MS * 2 });
+    figures.study_page_render_ms = Date.now() - t1;
+    figures.trials = trials;
+    assert(figures.study_page_render_ms < BOUND_MS, `study page ${figures.study_page_render_ms} ms`);
+  });
+  await stopServer(server);
+}
+
 let exitCode = 0;
 try {
   const userDataDir = mkdtempSync(join(tmpdir(), "rectrain-chromium-"));
@@ -343,6 +477,7 @@ try {
   page.on("dialog", (d) => d.accept());
   if (suite === "demo") await demo();
   else if (suite === "scale") await scale();
+  else if (suite === "study") await study();
   else throw new Error(`unknown suite ${suite}`);
   assert(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
   console.log(`# figures ${JSON.stringify(figures)}`);

@@ -16,6 +16,7 @@ export interface LineSpec {
   labels: string[]; // One per y series.
   colors?: string[];
   height?: number;
+  xLabel?: string; // default "step" (shown rounded); another label shows the x value as is
   // Returns [xs, ys0, ys1, ...] aligned on xs (null = no value), for the range or everything.
   load: (range?: Range) => Promise<uPlot.AlignedData>;
   note?: (data: uPlot.AlignedData, range?: Range) => string;
@@ -114,7 +115,10 @@ export class LineChart {
         },
       },
       series: [
-        { label: "step", value: (_u, v) => (v === null || v === undefined ? "—" : String(Math.round(v))) },
+        {
+          label: this.spec.xLabel ?? "step",
+          value: (_u, v) => (v === null || v === undefined ? "—" : this.spec.xLabel ? fmtNum(v) : String(Math.round(v))),
+        },
         ...this.spec.labels.map((label, i) => ({
           label,
           stroke: colors[i % colors.length],

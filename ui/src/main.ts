@@ -1,4 +1,4 @@
-// Hash router: #/runs, #/compare?ids=1,2, #/run/7, #/groups?by=group&id=study.
+// Hash router: #/runs, #/compare?ids=1,2, #/run/7, #/groups?by=group&id=study, #/study/3.
 // Each page renders into #app and returns a cleanup (stops polling, frees charts).
 import "./style.css";
 import { hasToken } from "./api";
@@ -7,6 +7,7 @@ import { renderCompare } from "./pages/compare";
 import { renderGroups } from "./pages/groups";
 import { renderRun } from "./pages/run";
 import { renderRuns } from "./pages/runs";
+import { renderStudy } from "./pages/study";
 
 export type Cleanup = () => void;
 export type Page = (root: HTMLElement, params: URLSearchParams, arg: string) => Cleanup | Promise<Cleanup>;
@@ -16,6 +17,7 @@ const routes: Record<string, Page> = {
   compare: renderCompare,
   run: renderRun,
   groups: renderGroups,
+  study: renderStudy,
 };
 
 let cleanup: Cleanup | null = null;

@@ -576,6 +576,19 @@ class Study {
     if (!j.is_object() || !j.contains("run") || !j["run"].is_number_integer()) return;
     t.r.run = j["run"].get<track::RunId>();
     (void)Journal({{"ev", "run"}, {"trial", t.r.id}, {"run", *t.r.run}});
+    RecordTrialLive(t);
+  }
+
+  // The trial's tune/* figures as final metrics of its run, kept current while it runs, so the
+  // study page (docs/ui.md) shows trial number, step, metric and rung without reading curves.
+  void RecordTrialLive(const Trial& t) {
+    if (o_.store == nullptr || !t.r.run) return;
+    std::vector<track::MetricValue> m = {{"tune/trial", static_cast<double>(t.r.id)},
+                                         {"tune/rung", static_cast<double>(t.r.rung)},
+                                         {"tune/budget", static_cast<double>(t.r.budget)}};
+    if (t.step) m.emplace_back("tune/step", static_cast<double>(*t.step));
+    if (std::isfinite(t.r.value)) m.emplace_back("tune/value", t.r.value);
+    (void)o_.store->SetFinal(*t.r.run, m);
   }
 
   Status ReadEvals(Trial& t) {
@@ -595,6 +608,7 @@ class Study {
       t.r.value = v;
       RECTRAIN_RETURN_IF_ERROR(Journal({{"ev", "result"}, {"trial", t.r.id}, {"step", step}, {"budget", budget},
                                         {"value", std::isfinite(v) ? json(v) : json()}, {"offset", t.eval_offset}}));
+      RecordTrialLive(t);
       if (t.stopping) continue;
       const Decision d = scheduler_->OnResult(t.r.id, budget, v);
       if (d.action == Decision::Action::kStop) {
@@ -668,11 +682,7 @@ class Study {
     t.r.last_end = UnixNow();
     RECTRAIN_RETURN_IF_ERROR(Journal({{"ev", "state"}, {"trial", t.r.id}, {"state", TrialStateName(state)}, {"reason", reason}}));
     if (o_.store != nullptr && t.r.run) {
-      std::vector<track::MetricValue> finals = {{"tune/trial", static_cast<double>(t.r.id)},
-                                                {"tune/rung", static_cast<double>(t.r.rung)},
-                                                {"tune/budget", static_cast<double>(t.r.budget)}};
-      if (std::isfinite(t.r.value)) finals.emplace_back("tune/value", t.r.value);
-      (void)o_.store->SetFinal(*t.r.run, finals);
+      RecordTrialLive(t);
       const track::RunStatus rs = state == TrialState::kFinished ? track::RunStatus::kFinished
                                   : state == TrialState::kFailed ? track::RunStatus::kFailed
                                                                  : track::RunStatus::kStopped;

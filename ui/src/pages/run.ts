@@ -45,7 +45,20 @@ export async function renderRun(root: HTMLElement, _params: URLSearchParams, arg
   });
 
   root.append(
-    h("div", { class: "toolbar" }, title, h("span", { class: "spacer" }), h("a", { href: fileUrl(`/api/runs/${id}/metrics.csv`) }, "Metrics CSV"), del),
+    h(
+      "div",
+      { class: "toolbar" },
+      title,
+      h("span", { class: "spacer" }),
+      // A tune study, or one of its trials: the study page shows them together.
+      detail.params["tune.metric"] !== undefined
+        ? h("a", { href: `#/study/${id}`, id: "study-link" }, "Study page")
+        : detail.tags.includes("tune") && detail.parent_id !== null
+        ? h("a", { href: `#/study/${detail.parent_id}`, id: "study-link" }, "Study page")
+        : null,
+      h("a", { href: fileUrl(`/api/runs/${id}/metrics.csv`) }, "Metrics CSV"),
+      del,
+    ),
     sub,
     cards,
     h("h2", {}, "Metrics"),
