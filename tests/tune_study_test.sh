@@ -8,7 +8,8 @@
 #  3. kill -9 of the tuner mid-study, then --resume: no trial is created twice, finished trials
 #     are not re-run, trials that were running resume from their checkpoints.
 #  4. A launcher template runs each trial through a command line.
-#  5. A search key the config does not have stops the study before any trial.
+#  5. A search key the config does not have stops the study before any trial; fixed, the same
+#     --study-dir is taken over; a directory whose study created trials is never overwritten.
 # Usage: tune_study_test.sh RECTRAIN
 set -eu
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -128,4 +129,10 @@ if "$B" tune bad.yaml --study-dir s5 --no-metrics > s5.out 2> s5.err; then fail 
 grep -q "space.model.hiden" s5.err || fail "the error does not name the key: $(cat s5.err)"
 grep -q "did you mean model.hidden" s5.err || fail "no suggestion: $(cat s5.err)"
 [ ! -d s5/trials/t000 ] || fail "a trial started despite the bad key"
+# Fixed, the same command takes the directory over (no trial was created there).
+printf 'base: base.yaml\nnum_samples: 1\nspace: {model.hidden: {choice: [[8]]}}\ndata_cache: false\n' > bad.yaml
+"$B" tune bad.yaml --study-dir s5 --no-metrics > s5.out 2> s5.err || fail "the fixed study did not take over s5: $(tail -3 s5.err)"
+grep -q "stopped before its first trial; starting it afresh" s5.err || fail "no take-over message"
+if "$B" tune bad.yaml --study-dir s5 --no-metrics > s5b.out 2> s5b.err; then fail "a study with trials was overwritten"; fi
+grep -q "already holds a study; continue it with rectrain tune --resume" s5b.err || fail "no resume hint: $(cat s5b.err)"
 echo PASS

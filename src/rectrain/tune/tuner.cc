@@ -225,8 +225,19 @@ class Study {
         return NotFoundError("no study to resume in " + o_.study_dir + " (no journal.jsonl); start one with rectrain tune STUDY.yaml --study-dir " + o_.study_dir);
       }
     } else if (fs::exists(journal_path, ec)) {
-      return AlreadyExistsError("study directory " + o_.study_dir + " already holds a study; continue it with rectrain tune --resume " +
-                                o_.study_dir + " or choose another --study-dir");
+      // A study that stopped at setup (a config check, the cache build) created no trial: a
+      // fresh start may take its directory over. Anything more is resumed, never overwritten.
+      std::vector<json> old;
+      bool has_trials = true;
+      if (auto j = Journal::Open(journal_path, &old); j.ok()) {
+        has_trials = std::any_of(old.begin(), old.end(), [](const json& e) { return e.value("ev", "") == "trial"; });
+      }
+      if (has_trials) {
+        return AlreadyExistsError("study directory " + o_.study_dir + " already holds a study; continue it with rectrain tune --resume " +
+                                  o_.study_dir + " or choose another --study-dir");
+      }
+      fs::remove(journal_path, ec);
+      Log("the study in " + o_.study_dir + " stopped before its first trial; starting it afresh");
     }
     fs::create_directories(o_.study_dir + "/trials", ec);
     if (ec) return PermissionDeniedError("cannot create the study directory " + o_.study_dir + ": " + ec.message());
