@@ -130,6 +130,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.model.dropout = b.Float("model.dropout", 0.0f, Range::HalfOpen(0, 1));
   c.model.layer_norm = b.Bool("model.layer_norm", false);
   c.model.cross_layers = static_cast<int>(b.Int("model.cross_layers", 3, Range::Closed(0, 64)));
+  c.model.cin_layers.clear();
+  for (int64_t h : b.IntList("model.cin_layers", {32, 32}, Range::Closed(1, 4096))) c.model.cin_layers.push_back(static_cast<int>(h));
+  c.model.bottom.clear();
+  for (int64_t h : b.IntList("model.bottom", {64}, Range::Closed(1, 1 << 20))) c.model.bottom.push_back(static_cast<int>(h));
   c.model.num_classes = static_cast<int>(b.Int("model.num_classes", 1, Range::Closed(1, 100000)));
   if (c.model.num_classes > 1 && c.model.type != "mlp") {
     b.AddError("model.num_classes", std::to_string(c.model.num_classes) + " classes need model.type: mlp (a softmax classifier)");

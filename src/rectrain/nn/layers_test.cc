@@ -15,9 +15,11 @@
 #include "rectrain/base/random.h"
 #include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/activation.h"
+#include "rectrain/nn/cin.h"
 #include "rectrain/nn/cross.h"
 #include "rectrain/nn/dense.h"
 #include "rectrain/nn/fm.h"
+#include "rectrain/nn/interaction.h"
 #include "rectrain/nn/layer_norm.h"
 #include "rectrain/nn/sequential.h"
 #include "rectrain/testing/layer_check.h"
@@ -65,6 +67,15 @@ std::vector<LayerCase> Registry() {
   }
   cases.push_back({"Fm_f4_d3", [] { return std::make_unique<FmInteraction>("fm", 4, 3); }});
   cases.push_back({"Fm_f26_d16", [] { return std::make_unique<FmInteraction>("fm", 26, 16); }});
+  cases.push_back({"Dot_n4_d3_keep", [] { return std::make_unique<DotInteraction>("dot", 4, 3, true); }});
+  cases.push_back({"Dot_n5_d2", [] { return std::make_unique<DotInteraction>("dot", 5, 2, false); }});
+  cases.push_back({"Dot_n27_d16_keep", [] { return std::make_unique<DotInteraction>("dot", 27, 16, true); }});
+  cases.push_back({"Cin_f3_d2_h4", [] { return std::make_unique<CompressedInteraction>("cin", 3, 2, std::vector<int>{4}, 7); }});
+  {
+    LayerCase c{"Cin_f4_d3_h3_2_5", [] { return std::make_unique<CompressedInteraction>("cin", 4, 3, std::vector<int>{3, 2, 5}, 7); }};
+    c.options.input_scale = 0.5;  // a cubic product over 3 layers
+    cases.push_back(c);
+  }
   cases.push_back({"Mlp_8_16_1", [] {
                      auto s = std::make_unique<Sequential>("mlp");
                      s->Add(std::make_unique<Dense>("mlp.0", 8, 16, Activation::kRelu,
@@ -216,6 +227,63 @@ TEST(FmTest, ForwardMatchesPairwiseLoop) {
     EXPECT_NEAR(y.data()[r], expect, 1e-5);
   }
   EXPECT_FLOAT_EQ(y.data()[0], 1 * 3 + 2 * 4 + 1 * 5 + 2 * 6 + 3 * 5 + 4 * 6);
+}
+
+TEST(DotInteractionTest, ForwardMatchesPairwiseLoop) {
+  const int64_t rows = 3, n = 4, d = 5;
+  DotInteraction dot("dot", n, d, true);
+  tensor::Tensor x(rows, n * d), y(rows, dot.out_features());
+  Rng rng(2);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal());
+  ASSERT_EQ(dot.out_features(), d + n * (n - 1) / 2);
+  ASSERT_TRUE(dot.Forward(x.view(), y.view(), LayerContext{}).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < d; ++k) EXPECT_EQ(y.row(r)[k], x.row(r)[k]);  // v_0 passed on
+    int64_t p = d;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = i + 1; j < n; ++j, ++p) {
+        double want = 0;
+        for (int64_t k = 0; k < d; ++k) want += double(x.row(r)[i * d + k]) * x.row(r)[j * d + k];
+        EXPECT_NEAR(y.row(r)[p], want, 1e-5) << r << " " << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST(CinTest, ForwardMatchesTheDefinition) {
+  // Two layers over F = 3 fields of D = 2, against the paper's triple sum written out; rows
+  // enough for several GEMM blocks are covered by the contract tests.
+  const int64_t rows = 4, F = 3, D = 2;
+  const std::vector<int> sizes = {2, 3};
+  CompressedInteraction cin("cin", F, D, sizes, 5);
+  tensor::Tensor x(rows, F * D), y(rows, 5);
+  Rng rng(8);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal());
+  ASSERT_TRUE(cin.Forward(x.view(), y.view(), LayerContext{}).ok());
+  auto params = cin.Params();
+  ASSERT_EQ(params.size(), 2u);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> prev(F * D), x0(F * D);  // [i, d]
+    for (int64_t j = 0; j < F * D; ++j) x0[j] = prev[j] = x.row(r)[j];
+    int64_t prev_h = F, col = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const int64_t H = sizes[k];
+      std::vector<double> next(H * D, 0.0);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < prev_h; ++i)
+          for (int64_t j = 0; j < F; ++j)
+            for (int64_t d = 0; d < D; ++d)
+              next[h * D + d] += params[k].value[h * prev_h * F + i * F + j] * prev[i * D + d] * x0[j * D + d];
+      for (int64_t h = 0; h < H; ++h) {
+        double pooled = 0;
+        for (int64_t d = 0; d < D; ++d) pooled += next[h * D + d];
+        EXPECT_NEAR(y.row(r)[col + h], pooled, 1e-4) << "row " << r << " layer " << k << " map " << h;
+      }
+      prev = next;
+      prev_h = H;
+      col += H;
+    }
+  }
 }
 
 TEST(CrossTest, ForwardMatchesNaiveLoop) {

@@ -15,7 +15,7 @@
 namespace rectrain::nn {
 
 struct ModelConfig {
-  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | mlp
+  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | xdeepfm | dlrm | mlp
   int embedding_dim = 16;               // default dim of every field
   std::map<std::string, int> field_dims;  // per-field override ("C3": 8); not for fm/deepfm
   std::map<std::string, std::string> field_pooling;  // per-field "sum" (default) | "mean"
@@ -24,6 +24,10 @@ struct ModelConfig {
   float dropout = 0.0f;                 // after each hidden activation, training only
   bool layer_norm = false;              // after each hidden Dense, before the activation
   int cross_layers = 3;                 // dcn_v2: number of full-rank cross layers
+  std::vector<int> cin_layers = {32, 32};  // xdeepfm: feature maps per CIN layer
+  // dlrm: hidden sizes of the bottom MLP over the dense features; a last layer to embedding_dim
+  // (ReLU) follows. `hidden` is the top MLP.
+  std::vector<int> bottom = {64};
   // mlp: 1 = one logit (binary, sigmoid); >= 2 = a softmax over this many classes (the label is
   // the class index). Other types have one logit.
   int num_classes = 1;

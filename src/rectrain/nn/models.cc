@@ -1,10 +1,13 @@
-// The model zoo: lr, fm, wide_deep, deepfm, dcn_v2, all instances of one ComposedModel:
+// The model zoo. lr, fm, wide_deep, deepfm, dcn_v2 and xdeepfm are instances of one
+// ComposedModel:
 //
 //   x0 = [ pooled embeddings of every field | dense features ]          [B × (Σ emb dims + nd)]
-//   logit = first_order + fm + deep
+//   logit = first_order + fm + cin + deep
 //     first_order = Σ_f w_f(id) + linear(dense)   (w_f: column 0 of the field's table row)
 //     fm          = FM second-order interaction over the field embeddings (needs equal dims)
+//     cin         = Dense(CompressedInteraction(field embeddings)) (xdeepfm; equal dims)
 //     deep        = MLP(x0), or for dcn_v2 MLP(CrossNetwork(x0)) (stacked)
+// dlrm (bottom MLP, dot interaction, top MLP) and mlp have their own classes below.
 // See docs/models.md for the equations and config keys per type.
 #include <algorithm>
 #include <cstring>
@@ -17,10 +20,12 @@
 
 #include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/activation.h"
+#include "rectrain/nn/cin.h"
 #include "rectrain/nn/cross.h"
 #include "rectrain/nn/dense.h"
 #include "rectrain/nn/embedding_bag.h"
 #include "rectrain/nn/fm.h"
+#include "rectrain/nn/interaction.h"
 #include "rectrain/nn/internal/parallel_util.h"
 #include "rectrain/nn/layer_norm.h"
 #include "rectrain/nn/model_config.h"
@@ -29,11 +34,12 @@
 namespace rectrain::nn {
 namespace {
 
-const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "mlp"};
+const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "dlrm", "mlp"};
 
 struct Parts {
   bool first_order = false;
   std::unique_ptr<FmInteraction> fm;  // over columns [0, F·D) of x0
+  std::unique_ptr<Sequential> cin;    // columns [0, F·D) of x0 -> [B × 1]
   std::unique_ptr<Sequential> deep;   // x0 -> [B × 1]
 };
 
@@ -48,6 +54,7 @@ class ComposedModel final : public Model {
         num_dense_(spec_.num_dense),
         first_order_(parts.first_order),
         fm_(std::move(parts.fm)),
+        cin_(std::move(parts.cin)),
         deep_(std::move(parts.deep)),
         precision_(precision) {
     if (first_order_) {
@@ -108,6 +115,11 @@ class ComposedModel final : public Model {
       RECTRAIN_RETURN_IF_ERROR(
           fm_->Forward(x0_.view().Cols(0, fm_->in_features()), fm_out_.view(), ctx_));
     }
+    if (cin_) {
+      cin_out_.Resize(batch, 1);
+      RECTRAIN_RETURN_IF_ERROR(
+          cin_->Forward(x0_.view().Cols(0, cin_->in_features()), cin_out_.view(), ctx_));
+    }
     if (deep_) {
       deep_out_.Resize(batch, 1);
       RECTRAIN_RETURN_IF_ERROR(deep_->Forward(x0_.view(), deep_out_.view(), ctx_));
@@ -118,6 +130,7 @@ class ComposedModel final : public Model {
         float z = has_lead ? lead_.data()[r] : 0.0f;
         if (first_order_) z += linear_ ? linear_out_.data()[r] : bias;
         if (fm_) z += fm_out_.data()[r];
+        if (cin_) z += cin_out_.data()[r];
         if (deep_) z += deep_out_.data()[r];
         logits[r] = z;
       }
@@ -164,7 +177,24 @@ class ComposedModel final : public Model {
                                                  dx0_.view().Cols(0, fw),
                                                  /*accumulate=*/deep_ != nullptr, ctx_));
     }
-    if (need_dx0 && !deep_ && !fm_) dx0_.SetZero();
+    if (cin_) {
+      const int64_t cw = cin_->in_features();
+      scratch_.Resize(batch, 1);
+      std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * batch);
+      cin_dx_.Resize(batch, cw);
+      RECTRAIN_RETURN_IF_ERROR(cin_->Backward(x0_.view().Cols(0, cw), cin_out_.view(),
+                                              scratch_.view(), cin_dx_.view(), ctx_));
+      const bool add = deep_ != nullptr || fm_ != nullptr;
+      if (!add && width > cw) dx0_.SetZero();
+      internal::ForRows(compute, batch, cw, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* out = dx0_.row(r);
+          const float* g = cin_dx_.row(r);
+          for (int64_t c = 0; c < cw; ++c) out[c] = add ? out[c] + g[c] : g[c];
+        }
+      });
+    }
+    if (need_dx0 && !deep_ && !fm_ && !cin_) dx0_.SetZero();
     RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dx0_.view(), dlogits, table_grads, compute))
         << "model " << name_;
     return OkStatus();
@@ -174,6 +204,9 @@ class ComposedModel final : public Model {
     std::vector<optim::ParamRef> params;
     if (linear_) params = linear_->Params();
     if (bias_.size()) params.push_back({"linear.bias", bias_.span(), bias_grad_.span(), false});
+    if (cin_) {
+      for (auto& p : cin_->Params()) params.push_back(std::move(p));
+    }
     if (deep_) {
       for (auto& p : deep_->Params()) params.push_back(std::move(p));
     }
@@ -188,6 +221,7 @@ class ComposedModel final : public Model {
   int64_t num_dense_;
   bool first_order_;
   std::unique_ptr<FmInteraction> fm_;
+  std::unique_ptr<Sequential> cin_;
   std::unique_ptr<Sequential> deep_;
   GemmPrecision precision_;
   std::unique_ptr<Dense> linear_;      // first-order linear over the dense features
@@ -195,7 +229,122 @@ class ComposedModel final : public Model {
 
   LayerContext ctx_;
   int64_t batch_ = -1;
-  tensor::Tensor x0_, dx0_, lead_, linear_out_, fm_out_, deep_out_, scratch_;
+  tensor::Tensor x0_, dx0_, lead_, linear_out_, fm_out_, cin_out_, cin_dx_, deep_out_, scratch_;
+};
+
+// dlrm (Naumov et al., 2019): the dense features go through a bottom MLP to one vector of the
+// embedding dim D; it and the F field embeddings meet in the pairwise dot interaction, whose
+// output (the bottom vector and the F(F+1)/2 dots) feeds the top MLP:
+//   z = [ bottom(dense) | v_1 .. v_F ]   [B × (F+1)·D]   (without dense features: [v_1 .. v_F])
+//   logit = top( DotInteraction(z) )
+// The embedding bag writes the field embeddings straight into z's columns after the bottom
+// vector; no first-order term (lead 0).
+class DlrmModel final : public Model {
+ public:
+  DlrmModel(ModelSpec spec, std::unique_ptr<EmbeddingBag> bag, int dim,
+            std::unique_ptr<Sequential> bottom, std::unique_ptr<DotInteraction> interaction,
+            std::unique_ptr<Sequential> top, GemmPrecision precision)
+      : spec_(std::move(spec)),
+        bag_(std::move(bag)),
+        dim_(dim),
+        num_dense_(spec_.num_dense),
+        bottom_(std::move(bottom)),
+        interaction_(std::move(interaction)),
+        top_(std::move(top)),
+        precision_(precision) {}
+
+  std::string name() const override { return "dlrm"; }
+  const ModelSpec& spec() const override { return spec_; }
+
+  Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
+                 const ComputeContext& compute) override {
+    const int64_t batch = input.batch_size;
+    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
+    if (static_cast<int64_t>(logits.size()) != batch) {
+      return InvalidArgumentError("logits has " + std::to_string(logits.size()) +
+                                  " entries, need batch_size = " + std::to_string(batch));
+    }
+    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
+      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
+                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " +
+                                  std::to_string(num_dense_));
+    }
+    ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
+    batch_ = -1;
+    z_.Resize(batch, interaction_->in_features());
+    if (bottom_) {
+      bottom_out_.Resize(batch, dim_);
+      RECTRAIN_RETURN_IF_ERROR(bottom_->Forward(DenseView(input.dense, batch), bottom_out_.view(), ctx_));
+      internal::ForRows(compute, batch, dim_, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) std::memcpy(z_.row(r), bottom_out_.row(r), sizeof(float) * static_cast<size_t>(dim_));
+      });
+    }
+    if (!spec_.fields.empty()) {
+      RECTRAIN_RETURN_IF_ERROR(bag_->Forward(batch, input.tables, input.fields, z_.view(), {}, compute)) << "model dlrm";
+    }
+    inter_.Resize(batch, interaction_->out_features());
+    RECTRAIN_RETURN_IF_ERROR(interaction_->Forward(z_.view(), inter_.view(), ctx_));
+    out_.Resize(batch, 1);
+    RECTRAIN_RETURN_IF_ERROR(top_->Forward(inter_.view(), out_.view(), ctx_));
+    std::memcpy(logits.data(), out_.data(), sizeof(float) * static_cast<size_t>(batch));
+    if (num_dense_ > 0) {  // the bottom MLP's Backward reads its input again; the span may not outlive the call
+      dense_.Resize(batch, num_dense_);
+      std::memcpy(dense_.data(), input.dense.data(), sizeof(float) * input.dense.size());
+    }
+    batch_ = batch;
+    return OkStatus();
+  }
+
+  Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
+                  const ComputeContext& compute) override {
+    if (batch_ < 0) return FailedPreconditionError("model dlrm: Backward before Forward");
+    if (static_cast<int64_t>(dlogits.size()) != batch_) {
+      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " +
+                                  std::to_string(batch_));
+    }
+    ctx_.compute = compute;
+    scratch_.Resize(batch_, 1);
+    std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * dlogits.size());
+    dinter_.Resize(batch_, interaction_->out_features());
+    RECTRAIN_RETURN_IF_ERROR(top_->Backward(inter_.view(), out_.view(), scratch_.view(), dinter_.view(), ctx_));
+    dz_.Resize(batch_, interaction_->in_features());
+    RECTRAIN_RETURN_IF_ERROR(interaction_->Backward(z_.view(), inter_.view(), dinter_.view(), dz_.view(), ctx_));
+    if (bottom_) {
+      dbottom_.Resize(batch_, dim_);
+      internal::ForRows(compute, batch_, dim_, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) std::memcpy(dbottom_.row(r), dz_.row(r), sizeof(float) * static_cast<size_t>(dim_));
+      });
+      RECTRAIN_RETURN_IF_ERROR(bottom_->Backward(dense_.view(), bottom_out_.view(), dbottom_.view(), MatrixView{}, ctx_));
+    }
+    if (!spec_.fields.empty()) {
+      RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dz_.view(), {}, table_grads, compute)) << "model dlrm";
+    }
+    return OkStatus();
+  }
+
+  std::vector<optim::ParamRef> Params() override {
+    std::vector<optim::ParamRef> params;
+    if (bottom_) params = bottom_->Params();
+    for (auto& p : top_->Params()) params.push_back(std::move(p));
+    return params;
+  }
+
+ private:
+  ConstMatrixView DenseView(std::span<const float> dense, int64_t batch) const {
+    return {dense.data(), batch, num_dense_, num_dense_};
+  }
+
+  ModelSpec spec_;
+  std::unique_ptr<EmbeddingBag> bag_;
+  int64_t dim_;
+  int64_t num_dense_;
+  std::unique_ptr<Sequential> bottom_;  // null without dense features
+  std::unique_ptr<DotInteraction> interaction_;
+  std::unique_ptr<Sequential> top_;
+  GemmPrecision precision_;
+  LayerContext ctx_;
+  int64_t batch_ = -1;
+  tensor::Tensor dense_, z_, dz_, bottom_out_, dbottom_, inter_, dinter_, out_, scratch_;
 };
 
 // mlp: logits = MLP([pooled embeddings | dense]) with num_outputs logits per row — a plain
@@ -353,7 +502,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
                                 std::to_string(config.embedding_dim));
   }
-  const bool equal_dims_required = type == "fm" || type == "deepfm";
+  const bool equal_dims_required = type == "fm" || type == "deepfm" || type == "xdeepfm" || type == "dlrm";
   if (!config.field_dims.empty() && type == "lr") {
     return InvalidArgumentError(
         "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
@@ -361,7 +510,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   if (!config.field_dims.empty() && equal_dims_required) {
     return InvalidArgumentError(
         "model.field_dims is not supported by model type \"" + type +
-        "\": its FM interaction needs every field to have the same dim; set "
+        "\": its interaction needs every field to have the same dim; set "
         "model.embedding_dim instead, or use wide_deep or dcn_v2");
   }
   for (const auto& [field, dim] : config.field_dims) {
@@ -401,6 +550,23 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.num_classes " + std::to_string(config.num_classes) + " needs model.type mlp (a softmax "
                                 "classifier); \"" + type + "\" has one logit (CTR)");
   }
+  for (size_t i = 0; i < config.bottom.size(); ++i) {
+    if (config.bottom[i] < 1) {
+      return InvalidArgumentError("model.bottom[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(config.bottom[i]));
+    }
+  }
+  if (type == "xdeepfm") {
+    if (config.cin_layers.empty()) return InvalidArgumentError("model.cin_layers must name at least one layer size for xdeepfm");
+    for (size_t i = 0; i < config.cin_layers.size(); ++i) {
+      if (config.cin_layers[i] < 1) {
+        return InvalidArgumentError("model.cin_layers[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(config.cin_layers[i]));
+      }
+    }
+    if (sparse_names.empty()) return InvalidArgumentError("model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
+  }
+  if (type == "dlrm" && sparse_names.size() + (num_dense > 0 ? 1 : 0) < 2) {
+    return InvalidArgumentError("model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
+  }
   if (type == "dcn_v2" && config.cross_layers < 1) {
     return InvalidArgumentError("model.cross_layers must be >= 1 for dcn_v2, got " +
                                 std::to_string(config.cross_layers));
@@ -408,7 +574,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
 
   // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
   // rides in column 0 of the same row (lead = 1) for every type except dcn_v2 and mlp.
-  const int lead = type == "dcn_v2" || type == "mlp" ? 0 : 1;
+  const int lead = type == "dcn_v2" || type == "mlp" || type == "dlrm" ? 0 : 1;
   std::vector<int> emb_dims(sparse_names.size());
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     auto it = config.field_dims.find(sparse_names[f]);
@@ -430,7 +596,9 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     spec.tables.push_back(std::move(table));
   }
   std::vector<EmbeddingBagField> bag_fields;
-  int64_t col = 0;
+  // dlrm: the bottom MLP's vector comes first in the interaction input, the fields after it.
+  const int64_t first_col = type == "dlrm" && num_dense > 0 ? config.embedding_dim : 0;
+  int64_t col = first_col;
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     const int t = static_cast<int>(
         std::lower_bound(distinct.begin(), distinct.end(), emb_dims[f]) - distinct.begin());
@@ -440,8 +608,29 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     bag_fields.push_back({sparse_names[f], t, pooling == "mean", col});
     col += emb_dims[f];
   }
-  const int64_t emb_width = col;
+  const int64_t emb_width = col - first_col;
   auto bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
+
+  if (type == "dlrm") {
+    const int dim = config.embedding_dim;
+    std::unique_ptr<Sequential> bottom;
+    if (num_dense > 0) {
+      bottom = std::make_unique<Sequential>("bottom");
+      int64_t in = num_dense;
+      for (size_t i = 0; i < config.bottom.size(); ++i) {
+        bottom->Add(std::make_unique<Dense>("bottom." + std::to_string(i), in, config.bottom[i], Activation::kRelu,
+                                            WeightInit::kHe, config.seed));
+        in = config.bottom[i];
+      }
+      bottom->Add(std::make_unique<Dense>("bottom.out", in, dim, Activation::kRelu, WeightInit::kHe, config.seed));
+    }
+    const int64_t vectors = static_cast<int64_t>(sparse_names.size()) + (num_dense > 0 ? 1 : 0);
+    auto interaction = std::make_unique<DotInteraction>("interaction", vectors, dim, /*keep_first=*/num_dense > 0);
+    auto top = std::make_unique<Sequential>("top");
+    AddMlp(config, interaction->out_features(), *top);
+    return std::unique_ptr<Model>(std::make_unique<DlrmModel>(std::move(spec), std::move(bag), dim, std::move(bottom),
+                                                              std::move(interaction), std::move(top), config.precision));
+  }
 
   if (type == "mlp") {
     auto deep = std::make_unique<Sequential>("deep");
@@ -455,7 +644,15 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     parts.fm = std::make_unique<FmInteraction>("fm", static_cast<int64_t>(sparse_names.size()),
                                                config.embedding_dim);
   }
-  if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2") {
+  if (type == "xdeepfm") {
+    const int64_t fields = static_cast<int64_t>(sparse_names.size());
+    parts.cin = std::make_unique<Sequential>("cin");
+    auto cin = std::make_unique<CompressedInteraction>("cin", fields, config.embedding_dim, config.cin_layers, config.seed);
+    const int64_t pooled = cin->out_features();
+    parts.cin->Add(std::move(cin));
+    parts.cin->Add(std::make_unique<Dense>("cin.out", pooled, 1, Activation::kNone, WeightInit::kXavier, config.seed));
+  }
+  if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2" || type == "xdeepfm") {
     const int64_t in = emb_width + num_dense;
     parts.deep = std::make_unique<Sequential>("deep");
     if (type == "dcn_v2") {

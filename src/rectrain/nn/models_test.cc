@@ -37,6 +37,8 @@ ModelConfig SmallConfig(const std::string& type) {
   c.embedding_dim = 3;
   c.hidden = {5, 4};
   c.cross_layers = 2;
+  c.cin_layers = {3, 2};
+  c.bottom = {4};
   c.seed = 11;
   return c;
 }
@@ -60,6 +62,13 @@ std::vector<ModelCase> Cases() {
   }
   ModelCase nodense{"lr_nodense", SmallConfig("lr"), false, 0};
   cases.push_back(nodense);
+  ModelCase dlrm_nodense{"dlrm_nodense", SmallConfig("dlrm"), false, 0};  // fields only: no bottom MLP
+  cases.push_back(dlrm_nodense);
+  ModelCase dlrm_deep{"dlrm_bottom2_dropout", SmallConfig("dlrm")};
+  dlrm_deep.config.bottom = {7, 5};
+  dlrm_deep.config.hidden = {8, 6};
+  dlrm_deep.config.dropout = 0.2f;
+  cases.push_back(dlrm_deep);
   ModelCase dfm{"deepfm_ln_dropout", SmallConfig("deepfm")};
   dfm.config.layer_norm = true;
   dfm.config.dropout = 0.25f;
@@ -252,16 +261,34 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
     EXPECT_FALSE(m.ok());
     return m.ok() ? std::string() : m.status().message();
   };
-  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "mlp"}));
+  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "dlrm", "mlp"}));
   ModelConfig c = SmallConfig("deepfn");
   EXPECT_EQ(err(c), "model.type: unknown model type \"deepfn\"; valid types: lr, fm, wide_deep, "
-                    "deepfm, dcn_v2, mlp");
+                    "deepfm, dcn_v2, xdeepfm, dlrm, mlp");
   c = SmallConfig("deepfm");
   c.field_dims = {{"C1", 8}};
-  EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its FM "
+  EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its "
                     "interaction needs every field to have the same dim; set "
                     "model.embedding_dim instead, or use wide_deep or dcn_v2");
-  c.type = "fm";
+  for (const char* type : {"xdeepfm", "dlrm"}) {
+    c = SmallConfig(type);
+    c.field_dims = {{"C1", 8}};
+    EXPECT_NE(err(c).find(std::string("model type \"") + type + "\""), std::string::npos) << type;
+  }
+  c = SmallConfig("xdeepfm");
+  c.cin_layers = {4, 0};
+  EXPECT_EQ(err(c), "model.cin_layers[1] must be >= 1, got 0");
+  c.cin_layers = {};
+  EXPECT_EQ(err(c), "model.cin_layers must name at least one layer size for xdeepfm");
+  c = SmallConfig("dlrm");
+  c.bottom = {0};
+  EXPECT_EQ(err(c), "model.bottom[0] must be >= 1, got 0");
+  EXPECT_EQ(MakeModel(SmallConfig("dlrm"), {"C1"}, 0, tmpl).status().message(),
+            "model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
+  EXPECT_EQ(MakeModel(SmallConfig("xdeepfm"), {}, 3, tmpl).status().message(),
+            "model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
+  c = SmallConfig("fm");
+  c.field_dims = {{"C1", 8}};
   EXPECT_NE(err(c).find("model type \"fm\""), std::string::npos);
   c.type = "wide_deep";
   c.field_dims = {{"C9", 8}};
