@@ -23,8 +23,8 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
     if (e.path().extension() == ".yaml") names.push_back(e.path().stem());
   }
   std::sort(names.begin(), names.end());
-  // The seven documented CTR examples are all there (and the image classifier, tested below).
-  EXPECT_EQ(names, (std::vector<std::string>{"dcn_v2", "deepfm", "dlrm", "fashion_mnist_mlp", "fm", "lr", "wide_deep", "xdeepfm"}));
+  // The eight documented CTR examples are all there (and the image classifier, tested below).
+  EXPECT_EQ(names, (std::vector<std::string>{"autoint", "dcn_v2", "deepfm", "dlrm", "fashion_mnist_mlp", "fm", "lr", "wide_deep", "xdeepfm"}));
   names.erase(std::find(names.begin(), names.end(), "fashion_mnist_mlp"));
   std::vector<std::string> sparse;
   for (int i = 1; i <= 26; ++i) sparse.push_back("C" + std::to_string(i));

@@ -314,7 +314,9 @@ class ModelTypeIntegration : public TrainIntegration, public ::testing::WithPara
 
 TEST_P(ModelTypeIntegration, DeterministicAndResumeEqualsUninterrupted) {
   const std::string type = GetParam();
-  const std::vector<std::string> sets = {"model.type=" + type, "model.cin_layers=[4, 3]", "model.bottom=[8]"};
+  // (din: C2 plays the behaviour sequence of C1's items; other types ignore these keys.)
+  const std::vector<std::string> sets = {"model.type=" + type, "model.cin_layers=[4, 3]", "model.bottom=[8]",
+                                         "model.target_field=C1", "model.history_field=C2"};
   const std::string a = *dir_ + "/mt_" + type + "_a", b = *dir_ + "/mt_" + type + "_b", part = *dir_ + "/mt_" + type + "_part";
   auto ra = Run(a, sets);
   ASSERT_TRUE(ra.ok()) << type << ": " << ra.status();

@@ -132,6 +132,13 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.model.cross_layers = static_cast<int>(b.Int("model.cross_layers", 3, Range::Closed(0, 64)));
   c.model.cin_layers.clear();
   for (int64_t h : b.IntList("model.cin_layers", {32, 32}, Range::Closed(1, 4096))) c.model.cin_layers.push_back(static_cast<int>(h));
+  c.model.attention_layers = static_cast<int>(b.Int("model.attention_layers", 3, Range::Closed(1, 64)));
+  c.model.attention_heads = static_cast<int>(b.Int("model.attention_heads", 2, Range::Closed(1, 64)));
+  c.model.attention_head_dim = static_cast<int>(b.Int("model.attention_head_dim", 8, Range::Closed(1, 1024)));
+  c.model.target_field = b.String("model.target_field", "");
+  c.model.history_field = b.String("model.history_field", "");
+  c.model.attention_hidden.clear();
+  for (int64_t h : b.IntList("model.attention_hidden", {36}, Range::Closed(1, 1 << 20))) c.model.attention_hidden.push_back(static_cast<int>(h));
   c.model.bottom.clear();
   for (int64_t h : b.IntList("model.bottom", {64}, Range::Closed(1, 1 << 20))) c.model.bottom.push_back(static_cast<int>(h));
   c.model.num_classes = static_cast<int>(b.Int("model.num_classes", 1, Range::Closed(1, 100000)));

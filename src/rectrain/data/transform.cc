@@ -19,7 +19,7 @@ constexpr StepInfo kSteps[] = {
     {"hour_of_day", StepOp::kHourOfDay}, {"day_of_week", StepOp::kDayOfWeek},
     {"binarize", StepOp::kBinarize}, {"split", StepOp::kSplit},
     {"max_len", StepOp::kMaxLen},    {"hash", StepOp::kHash},
-    {"hex_id", StepOp::kHexId},
+    {"hex_id", StepOp::kHexId},      {"hash_as", StepOp::kHashAs},
 };
 
 int Distance(std::string_view a, std::string_view b) {
@@ -167,6 +167,11 @@ Result<FeatureTransform> ParseTransform(std::string_view spec) {
         if (!first) return InvalidArgumentError("step col(...) must come first");
         if (args[0].empty()) return InvalidArgumentError("step col needs a column name");
         step.names = args;
+        break;
+      case StepOp::kHashAs:
+        RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
+        if (Unquote(args[0]).empty()) return InvalidArgumentError("step hash_as needs a feature name");
+        step.names = {Unquote(args[0])};
         break;
       case StepOp::kCross:
         RECTRAIN_RETURN_IF_ERROR(want_args(2, 2));

@@ -28,6 +28,9 @@
 //   split(sep, max_len)  sparse, text: "a|b|c" -> ids of a, b, c (first max_len; 0 = all)
 //   max_len(n)           sparse lists (Parquet list columns or split): keep the first n
 //   hash(n)              sparse: id mod n (bounded vocabulary); n >= 1
+//   hash_as(feature)     sparse: hash tokens as sparse `feature` does, so equal tokens get
+//                        equal ids: a behaviour sequence of that feature's items (DIN's
+//                        history of movies shares the movie's embedding rows)
 //   hex_id               sparse: the token is the id itself, 16 hex digits (no hashing); what
 //                        `rectrain data convert --to tsv` writes. Also allowed as the whole
 //                        spec of data.schema.group_key's column.
@@ -72,12 +75,13 @@ enum class StepOp : uint8_t {
   kMaxLen,
   kHash,
   kHexId,
+  kHashAs,
 };
 
 struct TransformStep {
   StepOp op = StepOp::kFill;
   std::vector<double> args;         // numeric arguments (fill value, clip bounds, boundaries, ...)
-  std::vector<std::string> names;   // col / cross column names
+  std::vector<std::string> names;   // col / cross column names; hash_as: the feature
   std::string sep;                  // split separator (one byte)
   bool NeedsStats() const { return op == StepOp::kStandardize || op == StepOp::kQuantiles; }
   bool IsNumeric() const;           // maps a number to a number

@@ -200,6 +200,34 @@ TEST(ReaderTransformTest, SparseSteps) {
   EXPECT_EQ(r1[5], (std::vector<uint64_t>{id(5, "") % 10}));
 }
 
+// A behaviour sequence shares its item feature's ids: hash_as(movie) hashes like movie, in order.
+TEST(ReaderTransformTest, HashAsSharesTheItemIds) {
+  TempDir dir;
+  DataConfig c = Csv(dir,
+                     "label,movie,history\n"
+                     "1,m3,m1|m2\n"
+                     "0,m1,\n",
+                     {}, {"movie", "history"}, {{"history", "split('|', 20) | hash_as(movie)"}});
+  auto rows = ReadAll(c, ReadOptions());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  auto id = [&](int f, const std::string& t) { return FeatureId(f, t, 3); };
+  EXPECT_EQ(rows->lists[0][1], (std::vector<uint64_t>{id(0, "m1"), id(0, "m2")}));  // movie's ids, in order
+  EXPECT_EQ(rows->lists[1][0], (std::vector<uint64_t>{id(0, "m1")}));
+  EXPECT_EQ(rows->lists[0][1][0], rows->lists[1][0][0]);  // m1 in the history = m1 as the target
+  EXPECT_EQ(rows->lists[1][1], (std::vector<uint64_t>{id(0, "")}));  // an empty history: the missing id
+  const std::string pre = "schema of " + dir.Path("a.csv") + ": ";
+  auto err = [&](std::map<std::string, std::string> t) {
+    DataConfig e = Csv(dir, "label,movie,history\n1,m1,m2\n", {}, {"movie", "history"}, std::move(t));
+    return std::string(OpenBatchReader(e, ReadOptions()).status().message());
+  };
+  EXPECT_EQ(err({{"history", "hash_as(film)"}}),
+            pre + "features.transforms.history: hash_as(film) names no other sparse feature; the sparse features are movie, history");
+  EXPECT_EQ(err({{"history", "hash_as(history)"}}),
+            pre + "features.transforms.history: hash_as(history) names the feature itself; the sparse features are movie, history");
+  EXPECT_EQ(err({{"history", "hash_as(movie)"}, {"movie", "hash_as(history)"}}),
+            pre + "features.transforms.movie: hash_as(history) names a feature that is itself hash_as(movie); hash_as does not chain: name the item feature itself");
+}
+
 TEST(ReaderTransformTest, MultiValuedSurvivesShuffle) {
   TempDir dir;
   std::string text = "label,g\n";

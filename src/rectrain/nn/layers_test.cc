@@ -15,6 +15,7 @@
 #include "rectrain/base/random.h"
 #include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/activation.h"
+#include "rectrain/nn/attention.h"
 #include "rectrain/nn/cin.h"
 #include "rectrain/nn/cross.h"
 #include "rectrain/nn/dense.h"
@@ -70,6 +71,9 @@ std::vector<LayerCase> Registry() {
   cases.push_back({"Dot_n4_d3_keep", [] { return std::make_unique<DotInteraction>("dot", 4, 3, true); }});
   cases.push_back({"Dot_n5_d2", [] { return std::make_unique<DotInteraction>("dot", 5, 2, false); }});
   cases.push_back({"Dot_n27_d16_keep", [] { return std::make_unique<DotInteraction>("dot", 27, 16, true); }});
+  cases.push_back({"Attention_f3_d4_h1x2", [] { return std::make_unique<FieldSelfAttention>("att", 3, 4, 1, 2, 9); }});
+  cases.push_back({"Attention_f5_d3_h2x4", [] { return std::make_unique<FieldSelfAttention>("att", 5, 3, 2, 4, 9); }});
+  cases.push_back({"Attention_f26_d16_h2x8", [] { return std::make_unique<FieldSelfAttention>("att", 26, 16, 2, 8, 9); }});
   cases.push_back({"Cin_f3_d2_h4", [] { return std::make_unique<CompressedInteraction>("cin", 3, 2, std::vector<int>{4}, 7); }});
   {
     LayerCase c{"Cin_f4_d3_h3_2_5", [] { return std::make_unique<CompressedInteraction>("cin", 4, 3, std::vector<int>{3, 2, 5}, 7); }};
@@ -245,6 +249,42 @@ TEST(DotInteractionTest, ForwardMatchesPairwiseLoop) {
         double want = 0;
         for (int64_t k = 0; k < d; ++k) want += double(x.row(r)[i * d + k]) * x.row(r)[j * d + k];
         EXPECT_NEAR(y.row(r)[p], want, 1e-5) << r << " " << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST(AttentionTest, ForwardMatchesTheDefinition) {
+  const int64_t rows = 3, F = 4, D = 3;
+  const int H = 2, d = 2, W = H * d;
+  FieldSelfAttention att("att", F, D, H, d, 3);
+  tensor::Tensor x(rows, F * D), y(rows, F * W);
+  Rng rng(6);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal());
+  ASSERT_TRUE(att.Forward(x.view(), y.view(), LayerContext{}).ok());
+  const auto w = att.Params()[0].value;  // [D × 4W]: Q | K | V | R
+  for (int64_t r = 0; r < rows; ++r) {
+    auto proj = [&](int64_t field, int64_t col) {
+      double s = 0;
+      for (int64_t k = 0; k < D; ++k) s += double(x.row(r)[field * D + k]) * w[k * 4 * W + col];
+      return s;
+    };
+    for (int h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < F; ++i) {
+        std::vector<double> a(F);
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j < F; ++j) {
+          double s = 0;
+          for (int t = 0; t < d; ++t) s += proj(i, h * d + t) * proj(j, W + h * d + t);
+          a[j] = s / std::sqrt(double(d));
+          mx = std::max(mx, a[j]);
+        }
+        for (auto& v : a) sum += (v = std::exp(v - mx));
+        for (int t = 0; t < d; ++t) {
+          double o = proj(i, 3 * W + h * d + t);
+          for (int64_t j = 0; j < F; ++j) o += a[j] / sum * proj(j, 2 * W + h * d + t);
+          EXPECT_NEAR(y.row(r)[i * W + h * d + t], std::max(o, 0.0), 1e-5) << r << " head " << h << " field " << i;
+        }
       }
     }
   }

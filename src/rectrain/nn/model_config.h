@@ -15,7 +15,7 @@
 namespace rectrain::nn {
 
 struct ModelConfig {
-  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | xdeepfm | dlrm | mlp
+  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | xdeepfm | autoint | dlrm | din | mlp
   int embedding_dim = 16;               // default dim of every field
   std::map<std::string, int> field_dims;  // per-field override ("C3": 8); not for fm/deepfm
   std::map<std::string, std::string> field_pooling;  // per-field "sum" (default) | "mean"
@@ -25,6 +25,12 @@ struct ModelConfig {
   bool layer_norm = false;              // after each hidden Dense, before the activation
   int cross_layers = 3;                 // dcn_v2: number of full-rank cross layers
   std::vector<int> cin_layers = {32, 32};  // xdeepfm: feature maps per CIN layer
+  int attention_layers = 3;             // autoint: interacting (self-attention) layers
+  int attention_heads = 2;              // autoint: heads per layer
+  int attention_head_dim = 8;           // autoint: size of each head (layer output: heads × this per field)
+  std::string target_field;             // din: the item a row is about (a categorical field)
+  std::string history_field;            // din: the behaviour sequence of such items (multi-valued, in order)
+  std::vector<int> attention_hidden = {36};  // din: hidden sizes of the activation unit
   // dlrm: hidden sizes of the bottom MLP over the dense features; a last layer to embedding_dim
   // (ReLU) follows. `hidden` is the top MLP.
   std::vector<int> bottom = {64};

@@ -1,11 +1,12 @@
-// The model zoo. lr, fm, wide_deep, deepfm, dcn_v2 and xdeepfm are instances of one
+// The model zoo. lr, fm, wide_deep, deepfm, dcn_v2, xdeepfm and autoint are instances of one
 // ComposedModel:
 //
 //   x0 = [ pooled embeddings of every field | dense features ]          [B × (Σ emb dims + nd)]
-//   logit = first_order + fm + cin + deep
+//   logit = first_order + fm + field_net + deep
 //     first_order = Σ_f w_f(id) + linear(dense)   (w_f: column 0 of the field's table row)
 //     fm          = FM second-order interaction over the field embeddings (needs equal dims)
-//     cin         = Dense(CompressedInteraction(field embeddings)) (xdeepfm; equal dims)
+//     field_net   = Dense(CompressedInteraction(field embeddings)) (xdeepfm), or
+//                   Dense(FieldSelfAttention^L(field embeddings)) (autoint); equal dims
 //     deep        = MLP(x0), or for dcn_v2 MLP(CrossNetwork(x0)) (stacked)
 // dlrm (bottom MLP, dot interaction, top MLP) and mlp have their own classes below.
 // See docs/models.md for the equations and config keys per type.
@@ -20,6 +21,7 @@
 
 #include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/activation.h"
+#include "rectrain/nn/attention.h"
 #include "rectrain/nn/cin.h"
 #include "rectrain/nn/cross.h"
 #include "rectrain/nn/dense.h"
@@ -34,12 +36,12 @@
 namespace rectrain::nn {
 namespace {
 
-const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "dlrm", "mlp"};
+const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mlp"};
 
 struct Parts {
   bool first_order = false;
   std::unique_ptr<FmInteraction> fm;  // over columns [0, F·D) of x0
-  std::unique_ptr<Sequential> cin;    // columns [0, F·D) of x0 -> [B × 1]
+  std::unique_ptr<Sequential> field_net;  // columns [0, F·D) of x0 -> [B × 1]: CIN or attention
   std::unique_ptr<Sequential> deep;   // x0 -> [B × 1]
 };
 
@@ -54,7 +56,7 @@ class ComposedModel final : public Model {
         num_dense_(spec_.num_dense),
         first_order_(parts.first_order),
         fm_(std::move(parts.fm)),
-        cin_(std::move(parts.cin)),
+        field_net_(std::move(parts.field_net)),
         deep_(std::move(parts.deep)),
         precision_(precision) {
     if (first_order_) {
@@ -115,10 +117,10 @@ class ComposedModel final : public Model {
       RECTRAIN_RETURN_IF_ERROR(
           fm_->Forward(x0_.view().Cols(0, fm_->in_features()), fm_out_.view(), ctx_));
     }
-    if (cin_) {
-      cin_out_.Resize(batch, 1);
+    if (field_net_) {
+      field_out_.Resize(batch, 1);
       RECTRAIN_RETURN_IF_ERROR(
-          cin_->Forward(x0_.view().Cols(0, cin_->in_features()), cin_out_.view(), ctx_));
+          field_net_->Forward(x0_.view().Cols(0, field_net_->in_features()), field_out_.view(), ctx_));
     }
     if (deep_) {
       deep_out_.Resize(batch, 1);
@@ -130,7 +132,7 @@ class ComposedModel final : public Model {
         float z = has_lead ? lead_.data()[r] : 0.0f;
         if (first_order_) z += linear_ ? linear_out_.data()[r] : bias;
         if (fm_) z += fm_out_.data()[r];
-        if (cin_) z += cin_out_.data()[r];
+        if (field_net_) z += field_out_.data()[r];
         if (deep_) z += deep_out_.data()[r];
         logits[r] = z;
       }
@@ -177,24 +179,24 @@ class ComposedModel final : public Model {
                                                  dx0_.view().Cols(0, fw),
                                                  /*accumulate=*/deep_ != nullptr, ctx_));
     }
-    if (cin_) {
-      const int64_t cw = cin_->in_features();
+    if (field_net_) {
+      const int64_t cw = field_net_->in_features();
       scratch_.Resize(batch, 1);
       std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * batch);
-      cin_dx_.Resize(batch, cw);
-      RECTRAIN_RETURN_IF_ERROR(cin_->Backward(x0_.view().Cols(0, cw), cin_out_.view(),
-                                              scratch_.view(), cin_dx_.view(), ctx_));
+      field_dx_.Resize(batch, cw);
+      RECTRAIN_RETURN_IF_ERROR(field_net_->Backward(x0_.view().Cols(0, cw), field_out_.view(),
+                                              scratch_.view(), field_dx_.view(), ctx_));
       const bool add = deep_ != nullptr || fm_ != nullptr;
       if (!add && width > cw) dx0_.SetZero();
       internal::ForRows(compute, batch, cw, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           float* out = dx0_.row(r);
-          const float* g = cin_dx_.row(r);
+          const float* g = field_dx_.row(r);
           for (int64_t c = 0; c < cw; ++c) out[c] = add ? out[c] + g[c] : g[c];
         }
       });
     }
-    if (need_dx0 && !deep_ && !fm_ && !cin_) dx0_.SetZero();
+    if (need_dx0 && !deep_ && !fm_ && !field_net_) dx0_.SetZero();
     RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dx0_.view(), dlogits, table_grads, compute))
         << "model " << name_;
     return OkStatus();
@@ -204,8 +206,8 @@ class ComposedModel final : public Model {
     std::vector<optim::ParamRef> params;
     if (linear_) params = linear_->Params();
     if (bias_.size()) params.push_back({"linear.bias", bias_.span(), bias_grad_.span(), false});
-    if (cin_) {
-      for (auto& p : cin_->Params()) params.push_back(std::move(p));
+    if (field_net_) {
+      for (auto& p : field_net_->Params()) params.push_back(std::move(p));
     }
     if (deep_) {
       for (auto& p : deep_->Params()) params.push_back(std::move(p));
@@ -221,7 +223,7 @@ class ComposedModel final : public Model {
   int64_t num_dense_;
   bool first_order_;
   std::unique_ptr<FmInteraction> fm_;
-  std::unique_ptr<Sequential> cin_;
+  std::unique_ptr<Sequential> field_net_;  // cin (xdeepfm) or self-attention (autoint)
   std::unique_ptr<Sequential> deep_;
   GemmPrecision precision_;
   std::unique_ptr<Dense> linear_;      // first-order linear over the dense features
@@ -229,7 +231,7 @@ class ComposedModel final : public Model {
 
   LayerContext ctx_;
   int64_t batch_ = -1;
-  tensor::Tensor x0_, dx0_, lead_, linear_out_, fm_out_, cin_out_, cin_dx_, deep_out_, scratch_;
+  tensor::Tensor x0_, dx0_, lead_, linear_out_, fm_out_, field_out_, field_dx_, deep_out_, scratch_;
 };
 
 // dlrm (Naumov et al., 2019): the dense features go through a bottom MLP to one vector of the
@@ -345,6 +347,200 @@ class DlrmModel final : public Model {
   LayerContext ctx_;
   int64_t batch_ = -1;
   tensor::Tensor dense_, z_, dz_, bottom_out_, dbottom_, inter_, dinter_, out_, scratch_;
+};
+
+// din (Zhou et al., "Deep Interest Network for Click-Through Rate Prediction", KDD 2018): the
+// target item's embedding t attends over the embeddings h_1..h_L of the row's behaviour
+// sequence (a multi-valued field kept in order; its ids hashed like the item's, hash_as). An
+// activation unit, a small MLP over [h, t, h − t, h ⊙ t], gives each h_p a weight w_p (no
+// softmax, as in the paper, so the sum keeps the intensity of the interest); the user-interest
+// vector u = Σ_p w_p h_p joins the other fields' pooled embeddings and the dense features:
+//   x0 = [ pooled embeddings of every field but the sequence | u | dense ]   logit = MLP(x0)
+// Variable lengths come from the field's CSR offsets, so no padding enters the sum (an empty
+// sequence is one missing id, learnt like any row). Tables have no first-order column.
+class DinModel final : public Model {
+ public:
+  DinModel(ModelSpec spec, std::unique_ptr<EmbeddingBag> bag, int history_field, int64_t target_col, int64_t dim,
+           std::unique_ptr<Sequential> unit, std::unique_ptr<Sequential> top, GemmPrecision precision)
+      : spec_(std::move(spec)),
+        bag_(std::move(bag)),
+        history_(history_field),
+        table_(spec_.fields[static_cast<size_t>(history_field)].table),
+        target_col_(target_col),
+        dim_(dim),
+        emb_width_(bag_->out_width()),
+        num_dense_(spec_.num_dense),
+        unit_(std::move(unit)),
+        top_(std::move(top)),
+        precision_(precision) {}
+
+  std::string name() const override { return "din"; }
+  const ModelSpec& spec() const override { return spec_; }
+
+  Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
+                 const ComputeContext& compute) override {
+    const int64_t batch = input.batch_size;
+    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
+    if (static_cast<int64_t>(logits.size()) != batch) {
+      return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size = " + std::to_string(batch));
+    }
+    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
+      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
+                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " + std::to_string(num_dense_));
+    }
+    if (input.fields.size() != spec_.fields.size() || input.tables.size() != spec_.tables.size()) {
+      return InvalidArgumentError("model din: expected " + std::to_string(spec_.fields.size()) + " fields and " +
+                                  std::to_string(spec_.tables.size()) + " tables");
+    }
+    ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
+    batch_ = -1;
+    const int64_t D = dim_, width = emb_width_ + D + num_dense_;
+    x0_.Resize(batch, width);
+    std::vector<FieldIndices> others;
+    for (size_t f = 0; f < input.fields.size(); ++f) {
+      if (static_cast<int>(f) != history_) others.push_back(input.fields[f]);
+    }
+    RECTRAIN_RETURN_IF_ERROR(bag_->Forward(batch, input.tables, others, x0_.view(), {}, compute)) << "model din";
+    // The sequence, copied (Backward needs it; the input spans only live for this call).
+    const FieldIndices& seq = input.fields[static_cast<size_t>(history_)];
+    const PulledTable& pulled = input.tables[static_cast<size_t>(table_)];
+    offsets_.assign(static_cast<size_t>(batch) + 1, 0);
+    if (seq.offsets.empty()) {
+      if (static_cast<int64_t>(seq.rows.size()) != batch) return InvalidArgumentError("model din: field " + spec_.fields[static_cast<size_t>(history_)].name + ": expected one index per row");
+      for (int64_t r = 0; r <= batch; ++r) offsets_[static_cast<size_t>(r)] = static_cast<int32_t>(r);
+    } else {
+      if (static_cast<int64_t>(seq.offsets.size()) != batch + 1) return InvalidArgumentError("model din: field " + spec_.fields[static_cast<size_t>(history_)].name + ": offsets size");
+      offsets_.assign(seq.offsets.begin(), seq.offsets.end());
+    }
+    items_.assign(seq.rows.begin(), seq.rows.end());
+    for (int32_t i : items_) {
+      if (i < 0 || i >= pulled.num_unique) return InvalidArgumentError("model din: sequence index " + std::to_string(i) + " out of range");
+    }
+    const int64_t P = static_cast<int64_t>(items_.size());
+    hist_.Resize(P, D);  // h_p, gathered: Backward needs them and the pulled rows are the caller's
+    for (int64_t p = 0; p < P; ++p) {
+      std::memcpy(hist_.row(p), pulled.rows.data() + static_cast<int64_t>(items_[static_cast<size_t>(p)]) * pulled.dim,
+                  sizeof(float) * static_cast<size_t>(D));
+    }
+    unit_in_.Resize(P, 4 * D);
+    internal::ForRows(compute, batch, 4 * D * 4, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* t = x0_.row(r) + target_col_;
+        for (int32_t p = offsets_[static_cast<size_t>(r)]; p < offsets_[static_cast<size_t>(r) + 1]; ++p) {
+          const float* hp = hist_.row(p);
+          float* a = unit_in_.row(p);
+          for (int64_t d = 0; d < D; ++d) {
+            a[d] = hp[d];
+            a[D + d] = t[d];
+            a[2 * D + d] = hp[d] - t[d];
+            a[3 * D + d] = hp[d] * t[d];
+          }
+        }
+      }
+    });
+    weights_.Resize(P, 1);
+    RECTRAIN_RETURN_IF_ERROR(unit_->Forward(unit_in_.view(), weights_.view(), ctx_));
+    const float* dense = input.dense.data();
+    internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* u = x0_.row(r) + emb_width_;
+        std::fill(u, u + D, 0.0f);
+        for (int32_t p = offsets_[static_cast<size_t>(r)]; p < offsets_[static_cast<size_t>(r) + 1]; ++p) {
+          const float w = weights_.data()[p];
+          const float* hp = hist_.row(p);
+          for (int64_t d = 0; d < D; ++d) u[d] += w * hp[d];
+        }
+        if (num_dense_ > 0) std::memcpy(u + D, dense + r * num_dense_, sizeof(float) * static_cast<size_t>(num_dense_));
+      }
+    });
+    out_.Resize(batch, 1);
+    RECTRAIN_RETURN_IF_ERROR(top_->Forward(x0_.view(), out_.view(), ctx_));
+    std::memcpy(logits.data(), out_.data(), sizeof(float) * static_cast<size_t>(batch));
+    batch_ = batch;
+    return OkStatus();
+  }
+
+  Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
+                  const ComputeContext& compute) override {
+    if (batch_ < 0) return FailedPreconditionError("model din: Backward before Forward");
+    if (static_cast<int64_t>(dlogits.size()) != batch_) {
+      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " + std::to_string(batch_));
+    }
+    ctx_.compute = compute;
+    const int64_t D = dim_, P = static_cast<int64_t>(items_.size());
+    scratch_.Resize(batch_, 1);
+    std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * dlogits.size());
+    dx0_.Resize(batch_, x0_.cols());
+    RECTRAIN_RETURN_IF_ERROR(top_->Backward(x0_.view(), out_.view(), scratch_.view(), dx0_.view(), ctx_));
+    // u = Σ w_p h_p:  dw_p = <du, h_p>,  dh_p = w_p du.
+    dw_.Resize(P, 1);
+    dh_.Resize(P, D);
+    internal::ForRows(compute, batch_, 2 * D * 4, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* du = dx0_.row(r) + emb_width_;
+        for (int32_t p = offsets_[static_cast<size_t>(r)]; p < offsets_[static_cast<size_t>(r) + 1]; ++p) {
+          const float* hp = hist_.row(p);
+          const float w = weights_.data()[p];
+          float s = 0.0f;
+          for (int64_t d = 0; d < D; ++d) {
+            s += du[d] * hp[d];
+            dh_.row(p)[d] = w * du[d];
+          }
+          dw_.data()[p] = s;
+        }
+      }
+    });
+    dunit_.Resize(P, 4 * D);
+    RECTRAIN_RETURN_IF_ERROR(unit_->Backward(unit_in_.view(), weights_.view(), dw_.view(), dunit_.view(), ctx_));
+    // a = [h, t, h − t, h ⊙ t]: dh += a0 + a2 + a3 ⊙ t;  dt += a1 − a2 + a3 ⊙ h (into x0's target columns).
+    internal::ForRows(compute, batch_, 4 * D * 4, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* t = x0_.row(r) + target_col_;
+        float* dt = dx0_.row(r) + target_col_;
+        for (int32_t p = offsets_[static_cast<size_t>(r)]; p < offsets_[static_cast<size_t>(r) + 1]; ++p) {
+          const float* hp = hist_.row(p);
+          const float* g = dunit_.row(p);
+          float* dh = dh_.row(p);
+          for (int64_t d = 0; d < D; ++d) {
+            dh[d] += g[d] + g[2 * D + d] + g[3 * D + d] * t[d];
+            dt[d] += g[D + d] - g[2 * D + d] + g[3 * D + d] * hp[d];
+          }
+        }
+      }
+    });
+    RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dx0_.view(), {}, table_grads, compute)) << "model din";
+    // The sequence's rows, in (row, position) order: a fixed sum order, the same for any thread count.
+    float* grad = table_grads[static_cast<size_t>(table_)].data();
+    for (int64_t p = 0; p < P; ++p) {
+      float* g = grad + static_cast<int64_t>(items_[static_cast<size_t>(p)]) * D;
+      const float* dh = dh_.row(p);
+      for (int64_t d = 0; d < D; ++d) g[d] += dh[d];
+    }
+    return OkStatus();
+  }
+
+  std::vector<optim::ParamRef> Params() override {
+    std::vector<optim::ParamRef> params = unit_->Params();
+    for (auto& p : top_->Params()) params.push_back(std::move(p));
+    return params;
+  }
+
+ private:
+  ModelSpec spec_;
+  std::unique_ptr<EmbeddingBag> bag_;  // every field but the sequence
+  int history_;                        // index of the sequence field in spec_.fields
+  int table_;                          // its table (shared with the target's)
+  int64_t target_col_;                 // the target's columns in x0
+  int64_t dim_;
+  int64_t emb_width_;                  // the bag's columns; u follows, then the dense features
+  int64_t num_dense_;
+  std::unique_ptr<Sequential> unit_;   // activation unit [P × 4D] -> [P × 1]
+  std::unique_ptr<Sequential> top_;
+  GemmPrecision precision_;
+  LayerContext ctx_;
+  int64_t batch_ = -1;
+  std::vector<int32_t> offsets_, items_;
+  tensor::Tensor hist_, x0_, dx0_, unit_in_, weights_, dw_, dh_, dunit_, out_, scratch_;
 };
 
 // mlp: logits = MLP([pooled embeddings | dense]) with num_outputs logits per row — a plain
@@ -502,7 +698,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
                                 std::to_string(config.embedding_dim));
   }
-  const bool equal_dims_required = type == "fm" || type == "deepfm" || type == "xdeepfm" || type == "dlrm";
+  const bool equal_dims_required = type == "fm" || type == "deepfm" || type == "xdeepfm" || type == "autoint" || type == "dlrm" || type == "din";
   if (!config.field_dims.empty() && type == "lr") {
     return InvalidArgumentError(
         "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
@@ -564,6 +760,40 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     }
     if (sparse_names.empty()) return InvalidArgumentError("model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
   }
+  if (type == "autoint") {
+    if (config.attention_layers < 1 || config.attention_heads < 1 || config.attention_head_dim < 1) {
+      return InvalidArgumentError("model.attention_layers, model.attention_heads and model.attention_head_dim must be >= 1 for autoint, got " +
+                                  std::to_string(config.attention_layers) + ", " + std::to_string(config.attention_heads) + ", " +
+                                  std::to_string(config.attention_head_dim));
+    }
+    if (sparse_names.empty()) return InvalidArgumentError("model autoint needs categorical fields (its attention runs over field embeddings)");
+  }
+  int history_field = -1, target_field = -1;
+  if (type == "din") {
+    auto index_of = [&](const std::string& n) {
+      auto it = std::find(sparse_names.begin(), sparse_names.end(), n);
+      return it == sparse_names.end() ? -1 : static_cast<int>(it - sparse_names.begin());
+    };
+    std::string fields;
+    for (const std::string& n : sparse_names) fields += (fields.empty() ? "" : ", ") + n;
+    if (config.target_field.empty() || config.history_field.empty()) {
+      return InvalidArgumentError("model din needs model.target_field (the item a row is about) and model.history_field (the user's "
+                                  "behaviour sequence of such items, e.g. split('|', 20) | hash_as(ITEM)); categorical fields: " + fields);
+    }
+    target_field = index_of(config.target_field);
+    history_field = index_of(config.history_field);
+    if (target_field < 0) return InvalidArgumentError("model.target_field: \"" + config.target_field + "\" is not a categorical field (" + fields + ")");
+    if (history_field < 0) return InvalidArgumentError("model.history_field: \"" + config.history_field + "\" is not a categorical field (" + fields + ")");
+    if (target_field == history_field) return InvalidArgumentError("model.history_field must differ from model.target_field (both are \"" + config.target_field + "\")");
+    if (config.field_pooling.count(config.history_field)) {
+      return InvalidArgumentError("model.field_pooling." + config.history_field + ": din pools its history by attention; remove the pooling");
+    }
+    for (size_t i = 0; i < config.attention_hidden.size(); ++i) {
+      if (config.attention_hidden[i] < 1) {
+        return InvalidArgumentError("model.attention_hidden[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(config.attention_hidden[i]));
+      }
+    }
+  }
   if (type == "dlrm" && sparse_names.size() + (num_dense > 0 ? 1 : 0) < 2) {
     return InvalidArgumentError("model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
   }
@@ -574,7 +804,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
 
   // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
   // rides in column 0 of the same row (lead = 1) for every type except dcn_v2 and mlp.
-  const int lead = type == "dcn_v2" || type == "mlp" || type == "dlrm" ? 0 : 1;
+  const int lead = type == "dcn_v2" || type == "mlp" || type == "dlrm" || type == "autoint" || type == "din" ? 0 : 1;
   std::vector<int> emb_dims(sparse_names.size());
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     auto it = config.field_dims.find(sparse_names[f]);
@@ -599,18 +829,36 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   // dlrm: the bottom MLP's vector comes first in the interaction input, the fields after it.
   const int64_t first_col = type == "dlrm" && num_dense > 0 ? config.embedding_dim : 0;
   int64_t col = first_col;
+  int64_t target_col = -1;  // din
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     const int t = static_cast<int>(
         std::lower_bound(distinct.begin(), distinct.end(), emb_dims[f]) - distinct.begin());
     auto pit = config.field_pooling.find(sparse_names[f]);
     const std::string pooling = pit == config.field_pooling.end() ? "sum" : pit->second;
     spec.fields.push_back({sparse_names[f], t, pooling});
+    if (static_cast<int>(f) == history_field) continue;  // din: pooled by attention, not by the bag
+    if (static_cast<int>(f) == target_field) target_col = col;
     bag_fields.push_back({sparse_names[f], t, pooling == "mean", col});
     col += emb_dims[f];
   }
   const int64_t emb_width = col - first_col;
   auto bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
 
+  if (type == "din") {
+    const int64_t dim = config.embedding_dim;
+    auto unit = std::make_unique<Sequential>("attention_unit");
+    int64_t in = 4 * dim;
+    for (size_t i = 0; i < config.attention_hidden.size(); ++i) {
+      unit->Add(std::make_unique<Dense>("attention_unit." + std::to_string(i), in, config.attention_hidden[i], Activation::kRelu,
+                                        WeightInit::kHe, config.seed));
+      in = config.attention_hidden[i];
+    }
+    unit->Add(std::make_unique<Dense>("attention_unit.out", in, 1, Activation::kNone, WeightInit::kXavier, config.seed));
+    auto top = std::make_unique<Sequential>("deep");
+    AddMlp(config, emb_width + dim + num_dense, *top);
+    return std::unique_ptr<Model>(std::make_unique<DinModel>(std::move(spec), std::move(bag), history_field, target_col, dim,
+                                                             std::move(unit), std::move(top), config.precision));
+  }
   if (type == "dlrm") {
     const int dim = config.embedding_dim;
     std::unique_ptr<Sequential> bottom;
@@ -639,20 +887,33 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                                              std::move(deep), config.num_classes, config.precision));
   }
   Parts parts;
-  parts.first_order = type != "dcn_v2";
+  parts.first_order = type != "dcn_v2" && type != "autoint";
   if (type == "fm" || type == "deepfm") {
     parts.fm = std::make_unique<FmInteraction>("fm", static_cast<int64_t>(sparse_names.size()),
                                                config.embedding_dim);
   }
   if (type == "xdeepfm") {
     const int64_t fields = static_cast<int64_t>(sparse_names.size());
-    parts.cin = std::make_unique<Sequential>("cin");
+    parts.field_net = std::make_unique<Sequential>("cin");
     auto cin = std::make_unique<CompressedInteraction>("cin", fields, config.embedding_dim, config.cin_layers, config.seed);
     const int64_t pooled = cin->out_features();
-    parts.cin->Add(std::move(cin));
-    parts.cin->Add(std::make_unique<Dense>("cin.out", pooled, 1, Activation::kNone, WeightInit::kXavier, config.seed));
+    parts.field_net->Add(std::move(cin));
+    parts.field_net->Add(std::make_unique<Dense>("cin.out", pooled, 1, Activation::kNone, WeightInit::kXavier, config.seed));
   }
-  if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2" || type == "xdeepfm") {
+  if (type == "autoint") {
+    const int64_t fields = static_cast<int64_t>(sparse_names.size());
+    parts.field_net = std::make_unique<Sequential>("attention");
+    int64_t dim = config.embedding_dim;
+    for (int l = 0; l < config.attention_layers; ++l) {
+      parts.field_net->Add(std::make_unique<FieldSelfAttention>("attention." + std::to_string(l), fields, dim, config.attention_heads,
+                                                                config.attention_head_dim, config.seed));
+      dim = static_cast<int64_t>(config.attention_heads) * config.attention_head_dim;
+    }
+    parts.field_net->Add(std::make_unique<Dense>("attention.out", fields * dim, 1, Activation::kNone, WeightInit::kXavier, config.seed));
+  }
+  // autoint without hidden layers is the plain AutoInt; with them AutoInt+ (a DNN beside it).
+  if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2" || type == "xdeepfm" ||
+      (type == "autoint" && !config.hidden.empty())) {
     const int64_t in = emb_width + num_dense;
     parts.deep = std::make_unique<Sequential>("deep");
     if (type == "dcn_v2") {

@@ -38,7 +38,13 @@ ModelConfig SmallConfig(const std::string& type) {
   c.hidden = {5, 4};
   c.cross_layers = 2;
   c.cin_layers = {3, 2};
+  c.attention_layers = 2;
+  c.attention_heads = 2;
+  c.attention_head_dim = 2;
   c.bottom = {4};
+  c.target_field = "C1";   // din: C2 is the behaviour sequence (multi-valued in the
+  c.history_field = "C2";  // multi-valued cases, with empty bags too)
+  c.attention_hidden = {5};
   c.seed = 11;
   return c;
 }
@@ -57,11 +63,14 @@ std::vector<ModelCase> Cases() {
   for (const std::string& type : ModelTypes()) {
     cases.push_back({type, SmallConfig(type)});
     ModelCase multi{type + "_multivalued", SmallConfig(type), true};
-    multi.config.field_pooling = {{"C2", "mean"}};
+    multi.config.field_pooling = {{type == "din" ? "C3" : "C2", "mean"}};
     cases.push_back(multi);
   }
   ModelCase nodense{"lr_nodense", SmallConfig("lr"), false, 0};
   cases.push_back(nodense);
+  ModelCase autoint_plain{"autoint_no_dnn", SmallConfig("autoint")};  // AutoInt without the DNN
+  autoint_plain.config.hidden = {};
+  cases.push_back(autoint_plain);
   ModelCase dlrm_nodense{"dlrm_nodense", SmallConfig("dlrm"), false, 0};  // fields only: no bottom MLP
   cases.push_back(dlrm_nodense);
   ModelCase dlrm_deep{"dlrm_bottom2_dropout", SmallConfig("dlrm")};
@@ -261,16 +270,16 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
     EXPECT_FALSE(m.ok());
     return m.ok() ? std::string() : m.status().message();
   };
-  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "dlrm", "mlp"}));
+  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mlp"}));
   ModelConfig c = SmallConfig("deepfn");
   EXPECT_EQ(err(c), "model.type: unknown model type \"deepfn\"; valid types: lr, fm, wide_deep, "
-                    "deepfm, dcn_v2, xdeepfm, dlrm, mlp");
+                    "deepfm, dcn_v2, xdeepfm, autoint, dlrm, din, mlp");
   c = SmallConfig("deepfm");
   c.field_dims = {{"C1", 8}};
   EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its "
                     "interaction needs every field to have the same dim; set "
                     "model.embedding_dim instead, or use wide_deep or dcn_v2");
-  for (const char* type : {"xdeepfm", "dlrm"}) {
+  for (const char* type : {"xdeepfm", "autoint", "dlrm", "din"}) {
     c = SmallConfig(type);
     c.field_dims = {{"C1", 8}};
     EXPECT_NE(err(c).find(std::string("model type \"") + type + "\""), std::string::npos) << type;
@@ -280,6 +289,21 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
   EXPECT_EQ(err(c), "model.cin_layers[1] must be >= 1, got 0");
   c.cin_layers = {};
   EXPECT_EQ(err(c), "model.cin_layers must name at least one layer size for xdeepfm");
+  c = SmallConfig("autoint");
+  c.attention_heads = 0;
+  EXPECT_EQ(err(c), "model.attention_layers, model.attention_heads and model.attention_head_dim must be >= 1 for autoint, got 2, 0, 2");
+  EXPECT_EQ(MakeModel(SmallConfig("autoint"), {}, 3, tmpl).status().message(),
+            "model autoint needs categorical fields (its attention runs over field embeddings)");
+  c = SmallConfig("din");
+  c.history_field = "";
+  EXPECT_NE(err(c).find("model din needs model.target_field"), std::string::npos) << err(c);
+  c.history_field = "C9";
+  EXPECT_EQ(err(c), "model.history_field: \"C9\" is not a categorical field (C1, C2, C3)");
+  c.history_field = "C1";
+  EXPECT_EQ(err(c), "model.history_field must differ from model.target_field (both are \"C1\")");
+  c.history_field = "C2";
+  c.field_pooling = {{"C2", "mean"}};
+  EXPECT_EQ(err(c), "model.field_pooling.C2: din pools its history by attention; remove the pooling");
   c = SmallConfig("dlrm");
   c.bottom = {0};
   EXPECT_EQ(err(c), "model.bottom[0] must be >= 1, got 0");

@@ -123,6 +123,7 @@ const char* StepName(StepOp op) {
     case StepOp::kMaxLen: return "max_len";
     case StepOp::kHash: return "hash";
     case StepOp::kHexId: return "hex_id";
+    case StepOp::kHashAs: return "hash_as";
   }
   return "?";
 }
@@ -467,6 +468,10 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
           if (f.source2 >= 0) return InvalidArgumentError(key + ": " + step + " cannot follow cross(...)");
           f.hex_id = true;
           break;
+        case StepOp::kHashAs:
+          if (dense) return InvalidArgumentError(key + ": " + step + " applies to sparse features");
+          f.hash_as = s.names[0];
+          break;
         default:
           if (f.source2 >= 0) {
             return InvalidArgumentError(key + ": " + step + " cannot follow cross(...) (only hash(n))");
@@ -549,7 +554,26 @@ Result<ParsePlan> BuildPlan(const DataConfig& config, const std::vector<std::str
   }
   for (FeaturePlan& f : plan.sparse) {
     plan.sparse_names.push_back(f.name);
-    f.premixed = PremixSeed(DeriveSeed(config.hash_seed, static_cast<uint64_t>(f.index)));
+    int hash_index = f.index;
+    if (!f.hash_as.empty()) {
+      auto it = std::find_if(plan.sparse.begin(), plan.sparse.end(), [&](const FeaturePlan& o) { return o.name == f.hash_as; });
+      if (it == plan.sparse.end() || it->name == f.name) {
+        std::string names;
+        for (const FeaturePlan& o : plan.sparse) names += (names.empty() ? "" : ", ") + o.name;
+        return InvalidArgumentError("features.transforms." + f.name + ": hash_as(" + f.hash_as + ") names " +
+                                    (it == plan.sparse.end() ? "no other sparse feature" : "the feature itself") +
+                                    "; the sparse features are " + names);
+      }
+      if (!it->hash_as.empty()) {
+        return InvalidArgumentError("features.transforms." + f.name + ": hash_as(" + f.hash_as + ") names a feature that is itself hash_as(" +
+                                    it->hash_as + "); hash_as does not chain: name the item feature itself");
+      }
+      if (it->hex_id != f.hex_id) {
+        return InvalidArgumentError("features.transforms." + f.name + ": hash_as(" + f.hash_as + "): one of the two is hex_id and the other is not, so equal tokens would not get equal ids");
+      }
+      hash_index = it->index;
+    }
+    f.premixed = PremixSeed(DeriveSeed(config.hash_seed, static_cast<uint64_t>(hash_index)));
     f.missing_id = FoldId(f, HashPremixed("", f.premixed));
     if (f.multi) {
       f.multi_index = static_cast<int>(plan.multi_fields.size());

@@ -76,6 +76,7 @@ struct FeaturePlan {
   int64_t max_len = 0;        // 0 = unlimited
   uint64_t hash_mod = 0;      // hash(n): id % n; 0 = off
   bool hex_id = false;        // hex_id: the token is the id in 16 hex digits (not hashed)
+  std::string hash_as;        // hash_as(feature): hash like that sparse feature ("" = itself)
   double fill = 0;            // value of a missing field (before the numeric steps)
   bool has_fill = false;      // a fill step (sparse: else a missing field has missing_id)
   int stats_step = -1;        // index of the stats step, -1 = none
