@@ -9,10 +9,16 @@
 #
 # Rows are sorted by (timestamp, user_id, movie_id); the first 80% are train.tsv, the rest
 # valid.tsv (the README's time-ordered split). Columns (tab-separated, with a header):
-#   rating  user  movie  genres  ts  decade
+#   rating  user  movie  genres  ts  decade  history
 # rating stays raw (the config binarizes it: label = rating >= 8); genres keeps its '|'
 # separators (a multi-valued feature: split('|')), empty when the movie has none; decade is
 # the release year's decade from the title ("1990"), empty when the title has no year.
+# history is the user's behaviour sequence for DIN (examples/movietweetings/din.yaml): the last
+# 20 movies this user rated strictly before this row's timestamp, oldest first, '|'-separated,
+# empty for a first rating. Only earlier timestamps count, so a row never sees its own rating or
+# a later one (no leak from the future; ratings at the same second do not see each other). It
+# is computed over the time-sorted rows before the split, so a validation row's history holds
+# the user's training-period ratings, as it would when serving.
 # POSIX sh + awk + sort only.
 set -eu
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
@@ -56,14 +62,27 @@ if [ "$n" -lt 5 ]; then
   exit 1
 fi
 ntrain=$((n * 8 / 10))
-# Reorder to rating, user, movie, genres, ts, decade and write the two splits.
-awk -v ntrain="$ntrain" -v tr="$out/train.tsv.tmp.$$" -v va="$out/valid.tsv.tmp.$$" '
+# Reorder to rating, user, movie, genres, ts, decade, history and write the two splits.
+awk -v ntrain="$ntrain" -v hlen=20 -v tr="$out/train.tsv.tmp.$$" -v va="$out/valid.tsv.tmp.$$" '
   BEGIN {
     FS = OFS = "\t"
-    h = "rating\tuser\tmovie\tgenres\tts\tdecade"
+    h = "rating\tuser\tmovie\tgenres\tts\tdecade\thistory"
     print h > tr; print h > va
   }
-  { line = $4 OFS $2 OFS $3 OFS $5 OFS $1 OFS $6; if (NR <= ntrain) print line > tr; else print line > va }
+  {
+    u = $2
+    # Ratings of u at an earlier second join the history; those at this second stay pending.
+    if ((u in pend) && pend_ts[u] != $1) {
+      if (hist[u] == "") hist[u] = pend[u]; else hist[u] = hist[u] "|" pend[u]
+      n = split(hist[u], a, "|")
+      if (n > hlen) { s = a[n - hlen + 1]; for (i = n - hlen + 2; i <= n; i++) s = s "|" a[i]; hist[u] = s }
+      delete pend[u]
+    }
+    line = $4 OFS $2 OFS $3 OFS $5 OFS $1 OFS $6 OFS hist[u]
+    if (NR <= ntrain) print line > tr; else print line > va
+    if (u in pend) pend[u] = pend[u] "|" $3; else pend[u] = $3
+    pend_ts[u] = $1
+  }
 ' "$tmp"
 mv "$out/train.tsv.tmp.$$" "$out/train.tsv"
 mv "$out/valid.tsv.tmp.$$" "$out/valid.tsv"

@@ -19,12 +19,24 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 sh "$src/examples/movietweetings/convert.sh" "$data" "$tmp/mt" 3000 > "$tmp/convert.out"
 [ "$(cat "$tmp/convert.out")" = "$tmp/mt/train.tsv: 2400 rows; $tmp/mt/valid.tsv: 600 rows" ] ||
   fail "converter said: $(cat "$tmp/convert.out")"
-[ "$(head -n 1 "$tmp/mt/train.tsv")" = "$(printf 'rating\tuser\tmovie\tgenres\tts\tdecade')" ] ||
+[ "$(head -n 1 "$tmp/mt/train.tsv")" = "$(printf 'rating\tuser\tmovie\tgenres\tts\tdecade\thistory')" ] ||
   fail "train.tsv header: $(head -n 1 "$tmp/mt/train.tsv")"
 [ "$(wc -l < "$tmp/mt/train.tsv")" -eq 2401 ] || fail "train.tsv lines"
 [ "$(wc -l < "$tmp/mt/valid.tsv")" -eq 601 ] || fail "valid.tsv lines"
 # Every row has 6 fields; time order holds within and across the split.
-awk -F '\t' 'NR > 1 && NF != 6 { exit 1 }' "$tmp/mt/train.tsv" "$tmp/mt/valid.tsv" || fail "field count"
+awk -F '\t' 'FNR > 1 && NF != 7 { exit 1 }' "$tmp/mt/train.tsv" "$tmp/mt/valid.tsv" || fail "field count"
+# The history holds only movies the user rated at an earlier second, at most 20, the latest
+# last; some rows have one.
+awk -F '\t' '
+  FNR > 1 {
+    n = split($7, a, "|")
+    if (n > 20) { print "history longer than 20 at " FILENAME ":" FNR; bad = 1 }
+    for (i = 1; i <= n; i++) if (!(($2, a[i]) in first) || first[$2, a[i]] >= $5) { print "leak at " FILENAME ":" FNR ": " a[i]; bad = 1 }
+    if (n > 0) some = 1
+    if (!(($2, $3) in first)) first[$2, $3] = $5
+  }
+  END { if (!some) { print "no row has a history"; bad = 1 } exit bad }
+' "$tmp/mt/train.tsv" "$tmp/mt/valid.tsv" || fail "history column"
 awk -F '\t' 'FNR > 1 { if ($5 < last) exit 1; last = $5 }' "$tmp/mt/train.tsv" "$tmp/mt/valid.tsv" ||
   fail "rows not time-ordered"
 # A multi-valued genres field is kept with its separators.
@@ -39,4 +51,11 @@ grep -q "cannot read $tmp/nope/ratings.dat" "$tmp/err" || fail "error text: $(ca
   --set monitoring.enabled=false > "$tmp/train.out" 2>&1 || { cat "$tmp/train.out"; fail "train"; }
 grep -q "^valid: auc 0\.[0-9]*  logloss [0-9.]*  .*(600 rows)" "$tmp/train.out" ||
   { cat "$tmp/train.out"; fail "no valid AUC over 600 rows"; }
+# DIN over the history column trains and evaluates too.
+"$bin" train "$src/examples/movietweetings/din.yaml" --run-dir "$tmp/din" \
+  --set "data.train=$tmp/mt/train.tsv" --set "data.valid=$tmp/mt/valid.tsv" \
+  --set train.max_steps=8 --set train.epochs=1 --set tracking.enabled=false \
+  --set monitoring.enabled=false > "$tmp/din.out" 2>&1 || { cat "$tmp/din.out"; fail "train din"; }
+grep -q "^valid: auc 0\.[0-9]*  logloss [0-9.]*  .*(600 rows)" "$tmp/din.out" ||
+  { cat "$tmp/din.out"; fail "din: no valid AUC over 600 rows"; }
 echo "ok"
