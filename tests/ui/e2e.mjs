@@ -336,17 +336,19 @@ async function study() {
   const trials = Number(args.trials ?? 12);
   const dir = join(work, "study");
   mkdirSync(dir, { recursive: true });
-  const trainRows = trials >= 100 ? 12000 : 30000;
+  // The small study trains long enough (top-rung trials ~0.5 s) for polls to see trials run.
+  const small = trials < 100;
+  const trainRows = small ? 100000 : 12000;
   run(B, ["data", "gen", "--rows", String(trainRows), "--out", join(dir, "tr.tsv"), "--seed", "1"]);
   run(B, ["data", "gen", "--rows", "4000", "--out", join(dir, "va.tsv"), "--seed", "2"]);
   writeFileSync(
     join(dir, "base.yaml"),
     `threads: 1
-data: {train: tr.tsv, valid: va.tsv, format: criteo, batch_size: 256, cache_dir: cache}
+data: {train: tr.tsv, valid: va.tsv, format: criteo, batch_size: ${small ? 4096 : 256}, cache_dir: cache}
 features: {log1p: true}
 model: {type: fm, embedding_dim: 4}
 optimizer: {type: adam, lr: 0.001}
-train: {epochs: 2}
+train: {epochs: ${small ? 6 : 2}}
 tracking: {store: ${JSON.stringify(store)}}
 `,
   );
@@ -360,9 +362,11 @@ space:
   model.embedding_dim: {choice: [2, 4, 8]}
   embedding.optimizer.type: {choice: [adagrad, adam]}
 searcher: {type: tpe, seed: 5, startup: 6}
-scheduler: {type: asha, grace: 5, reduction: 3, max: ${trials >= 100 ? 45 : 135}}
+scheduler: {type: asha, grace: 5, reduction: 3, max: 45}
 trial_threads: 1
 total_threads: 2
+# Trials wait for the GATE file: the page is open on the study before the first one starts.
+launcher: {template: "while [ ! -f ${join(dir, "GATE")} ]; do sleep 0.05; done; {cmd}"}
 `,
   );
   const server = await startServer();
@@ -384,10 +388,13 @@ total_threads: 2
       await page.waitForSelector("#studies-table tbody tr a", { timeout: 30000 });
     });
     studyId = Number(await page.getAttribute("#studies-table tbody tr", "data-run-id"));
-    await page.click("#studies-table tbody tr a");
+    // Trials last a fraction of a second here: poll every 250 ms to see them run.
+    await page.goto(`${base}/#/study/${studyId}?poll=250`);
     await page.waitForSelector("#study-cards");
   });
   await step("the trial table fills live while the study runs", async () => {
+    await page.waitForSelector("#study-trials .empty");  // no trial yet: they wait for the gate
+    writeFileSync(join(dir, "GATE"), "");
     // Both slots are busy while the study runs, so a poll shows running trials.
     await page.waitForSelector("#trials-table tbody tr[data-state='running']", { timeout: 60000 });
     const first = await trialRows();
