@@ -49,6 +49,11 @@ int RunEval(const std::vector<std::string>& args) {
       j["accuracy"] = m.accuracy;
       j["top5_accuracy"] = num(m.top5_accuracy);
     }
+    if (!m.tasks.empty()) {
+      nlohmann::json tasks = nlohmann::json::object();
+      for (const auto& t : m.tasks) tasks[t.name] = {{"auc", num(t.auc)}, {"logloss", num(t.logloss)}, {"positives", t.positives}};
+      j["tasks"] = tasks;
+    }
     if (!report->data_source.empty()) j["data_source"] = report->data_source;
     if (report->has_oracle) j["oracle"] = {{"auc", num(report->oracle.auc)}, {"logloss", num(report->oracle.logloss)}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -70,6 +75,7 @@ int RunEval(const std::vector<std::string>& args) {
   }
   std::printf("calibration  %.4f\n", m.calibration);
   std::printf("ne           %.4f\n", m.ne);
+  for (const auto& t : m.tasks) std::printf("task %s: auc %.5f logloss %.5f\n", t.name.c_str(), t.auc, t.logloss);
   if (report->has_oracle) {
     std::printf("oracle auc   %.5f\noracle logloss %.5f\n", report->oracle.auc, report->oracle.logloss);
   } else if (!report->oracle_note.empty()) {

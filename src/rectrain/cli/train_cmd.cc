@@ -108,6 +108,10 @@ int RunTrain(const std::vector<std::string>& args) {
     if (!std::isnan(s.valid.gauc)) std::printf("  gauc %.5f", s.valid.gauc);
     std::printf("  calibration %.4f  ne %.4f  (%lld rows)\n", s.valid.calibration, s.valid.ne,
                 static_cast<long long>(s.valid.rows));
+    for (const train::EvalMetrics::Task& t : s.valid.tasks) {
+      std::printf("valid task %s: auc %.5f  logloss %.5f  (%lld positive)\n", t.name.c_str(), t.auc, t.logloss,
+                  static_cast<long long>(t.positives));
+    }
   }
   if (s.has_oracle) std::printf("oracle: auc %.5f  logloss %.5f\n", s.oracle.auc, s.oracle.logloss);
   return 0;

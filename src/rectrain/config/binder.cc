@@ -674,6 +674,47 @@ std::vector<int64_t> ConfigBinder::IntList(std::string_view path, std::vector<in
   return result;
 }
 
+std::vector<double> ConfigBinder::DoubleList(std::string_view path, std::vector<double> def, Range range) {
+  impl_->MarkKnown(path);
+  std::vector<double> result = std::move(def);
+  const Node* node = impl_->Find(path);
+  if (node != nullptr && node->kind != Node::Kind::kNull) {
+    std::vector<const Node*> items;
+    if (node->kind == Node::Kind::kList) {
+      for (const auto& item : node->list) items.push_back(&item);
+    } else if (node->kind == Node::Kind::kScalar && ParseDouble(node->scalar)) {
+      items.push_back(node);  // a single number is a one-element list
+    }
+    if (items.empty() && node->kind != Node::Kind::kList) {
+      impl_->Error(path, "expected a list of numbers, got " + Describe(*node), node);
+    } else {
+      std::vector<double> values;
+      bool ok = true;
+      for (const Node* item : items) {
+        std::optional<double> v;
+        if (item->kind == Node::Kind::kScalar) v = ParseDouble(item->scalar);
+        if (!v) {
+          impl_->Error(path, "expected a list of numbers, got an item " + Describe(*item), item);
+          ok = false;
+          break;
+        }
+        if (!range.Contains(*v)) {
+          impl_->Error(path, "item " + FormatDouble(*v) + " is out of range " + range.ToString(), item);
+          ok = false;
+          break;
+        }
+        values.push_back(*v);
+      }
+      if (ok) result = std::move(values);
+    }
+  }
+  Node out;
+  out.kind = Node::Kind::kList;
+  for (double v : result) out.list.push_back(Scalar(FormatDouble(v)));
+  impl_->SetResolved(path, std::move(out));
+  return result;
+}
+
 std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,
                                                     std::map<std::string, int64_t> def,
                                                     Range range) {

@@ -101,6 +101,8 @@ class ConfigBinder {
   std::vector<std::string> StringList(std::string_view path, std::vector<std::string> def);
   std::vector<int64_t> IntList(std::string_view path, std::vector<int64_t> def,
                                Range range = Range::Any());
+  // A list of numbers; a single number is accepted as a one-element list.
+  std::vector<double> DoubleList(std::string_view path, std::vector<double> def, Range range = Range::Any());
   // A map from arbitrary keys to integers (all of its children count as known).
   std::map<std::string, int64_t> IntMap(std::string_view path, std::map<std::string, int64_t> def,
                                         Range range = Range::Any());

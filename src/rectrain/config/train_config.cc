@@ -139,6 +139,23 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.model.history_field = b.String("model.history_field", "");
   c.model.attention_hidden.clear();
   for (int64_t h : b.IntList("model.attention_hidden", {36}, Range::Closed(1, 1 << 20))) c.model.attention_hidden.push_back(static_cast<int>(h));
+  c.task_labels = b.StringList("model.task_labels", {});
+  for (double w : b.DoubleList("model.task_weights", {}, Range::Closed(0, 1e6))) c.task_weights.push_back(static_cast<float>(w));
+  c.model.num_experts = static_cast<int>(b.Int("model.num_experts", 4, Range::Closed(1, 1024)));
+  c.model.expert_hidden.clear();
+  for (int64_t h : b.IntList("model.expert_hidden", {64}, Range::Closed(1, 1 << 20))) c.model.expert_hidden.push_back(static_cast<int>(h));
+  c.model.tower_hidden.clear();
+  for (int64_t h : b.IntList("model.tower_hidden", {32}, Range::Closed(1, 1 << 20))) c.model.tower_hidden.push_back(static_cast<int>(h));
+  if (!c.task_labels.empty() && c.model.type != "mmoe") {
+    b.AddError("model.task_labels", "extra task labels need model.type: mmoe (a multi-task model)");
+  }
+  if (!c.task_weights.empty() && c.task_weights.size() != c.task_labels.size() + 1) {
+    b.AddError("model.task_weights", std::to_string(c.task_weights.size()) + " weights for " + std::to_string(c.task_labels.size() + 1) +
+                                         " tasks: one for the label, then one per model.task_labels entry");
+  }
+  if (c.model.type == "mmoe" && c.task_labels.empty()) {
+    b.AddError("model.task_labels", "model.type mmoe needs at least one extra task: name its dense label column(s) here");
+  }
   c.model.bottom.clear();
   for (int64_t h : b.IntList("model.bottom", {64}, Range::Closed(1, 1 << 20))) c.model.bottom.push_back(static_cast<int>(h));
   c.model.num_classes = static_cast<int>(b.Int("model.num_classes", 1, Range::Closed(1, 100000)));

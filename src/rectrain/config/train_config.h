@@ -108,6 +108,11 @@ struct TrainConfig {
   data::EpochOptions epoch;              // data.shuffle mode/key, data.memory_cache(_bytes)
   nn::ModelConfig model;
   bool model_precision_auto = false;     // model.precision: auto (model.precision holds the choice)
+  // model.task_labels / model.task_weights (mmoe): the extra tasks' dense label columns and the
+  // loss weight of every task (the label first); resolved against the reader's columns by the
+  // trainer (train/internal/model_bundle.h).
+  std::vector<std::string> task_labels;
+  std::vector<float> task_weights;
   embedding::EmbeddingTableConfig embedding;  // template for every table of the model
   float embedding_lr = 0.05f;                 // embedding.optimizer.lr (sparse rules)
   optim::DenseOptimizerConfig optimizer;

@@ -95,4 +95,41 @@ double SoftmaxCrossEntropy(std::span<const float> logits, int classes, std::span
   return total / static_cast<double>(n);
 }
 
+double MultiTaskSigmoidCrossEntropy(std::span<const float> logits, int tasks, std::span<const float> labels,
+                                    std::span<const float> weights, std::span<float> dlogits, std::span<float> probs,
+                                    std::span<double> task_means, const ComputeContext& compute) {
+  RECTRAIN_CHECK(tasks >= 1 && logits.size() % static_cast<size_t>(tasks) == 0 && labels.size() == logits.size());
+  RECTRAIN_CHECK(weights.size() == static_cast<size_t>(tasks));
+  RECTRAIN_CHECK(dlogits.empty() || dlogits.size() == logits.size());
+  RECTRAIN_CHECK(probs.empty() || probs.size() == logits.size());
+  RECTRAIN_CHECK(task_means.empty() || task_means.size() == static_cast<size_t>(tasks));
+  const int64_t n = static_cast<int64_t>(logits.size()) / tasks;
+  if (n == 0) {
+    for (double& m : task_means) m = 0;
+    return 0.0;
+  }
+  const float inv_n = 1.0f / static_cast<float>(n);
+  double total = 0;
+  for (int t = 0; t < tasks; ++t) {
+    const double sum = SumOverRanges(compute, n, 2048, [&](int64_t begin, int64_t end) {
+      double s = 0;
+      for (int64_t r = begin; r < end; ++r) {
+        const size_t i = static_cast<size_t>(r * tasks + t);
+        const float z = logits[i];
+        const float y = labels[i];
+        const float e = std::exp(-std::fabs(z));
+        s += static_cast<double>(std::max(z, 0.0f) - z * y) + std::log1p(static_cast<double>(e));
+        const float p = z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+        if (!dlogits.empty()) dlogits[i] = weights[static_cast<size_t>(t)] * (p - y) * inv_n;
+        if (!probs.empty()) probs[i] = p;
+      }
+      return s;
+    });
+    const double mean = sum / static_cast<double>(n);
+    if (!task_means.empty()) task_means[static_cast<size_t>(t)] = mean;
+    total += static_cast<double>(weights[static_cast<size_t>(t)]) * mean;
+  }
+  return total;
+}
+
 }  // namespace rectrain::nn

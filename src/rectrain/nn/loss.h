@@ -25,4 +25,12 @@ double SoftmaxCrossEntropy(std::span<const float> logits, int classes, std::span
                            std::span<float> dlogits, std::span<float> probs,
                            const ComputeContext& compute);
 
+// Several binary tasks: `logits` and `labels` are [n × tasks] row-major, `weights[t]` the loss
+// weight of task t. Returns Σ_t weights[t] · (mean over rows of task t's BCE); `task_means`
+// (size tasks, or empty) gets each task's unweighted mean. `dlogits` (or empty) gets
+// weights[t] · (sigmoid(z) − y) / n; `probs` (or empty) sigmoid(z). Stable as above.
+double MultiTaskSigmoidCrossEntropy(std::span<const float> logits, int tasks, std::span<const float> labels,
+                                    std::span<const float> weights, std::span<float> dlogits, std::span<float> probs,
+                                    std::span<double> task_means, const ComputeContext& compute);
+
 }  // namespace rectrain::nn

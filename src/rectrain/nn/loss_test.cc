@@ -146,5 +146,37 @@ TEST(SoftmaxCrossEntropyTest, ThreadCountDoesNotChangeTheGradients) {
   EXPECT_EQ(d1, d2);
 }
 
+TEST(MultiTaskLossTest, WeightedSumOfPerTaskMeansAndItsGradient) {
+  // 3 rows × 2 tasks, row-major; task 1 weighted 0.5.
+  const std::vector<float> logits = {0.3f, -1.2f, 2.0f, 0.1f, -0.7f, 4.0f};
+  const std::vector<float> labels = {1, 0, 0, 1, 1, 1};
+  const std::vector<float> weights = {1.0f, 0.5f};
+  std::vector<float> d(6), p(6);
+  std::vector<double> means(2);
+  const ComputeContext compute{2};
+  const double loss = MultiTaskSigmoidCrossEntropy(logits, 2, labels, weights, d, p, means, compute);
+  for (int t = 0; t < 2; ++t) {
+    std::vector<float> lt = {logits[t], logits[2 + t], logits[4 + t]}, yt = {labels[t], labels[2 + t], labels[4 + t]};
+    std::vector<float> dt(3), pt(3);
+    const double m = SigmoidCrossEntropy(lt, yt, dt, pt, compute);
+    EXPECT_NEAR(means[t], m, 1e-12) << t;
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_NEAR(d[r * 2 + t], weights[t] * dt[r], 1e-7) << r << "," << t;  // weight × (p − y) / n
+      EXPECT_EQ(p[r * 2 + t], pt[r]);
+    }
+  }
+  EXPECT_NEAR(loss, means[0] + 0.5 * means[1], 1e-12);
+  // The gradient is the derivative of the returned loss (central differences).
+  for (size_t i = 0; i < logits.size(); ++i) {
+    std::vector<float> up = logits, down = logits;
+    up[i] += 1e-3f;
+    down[i] -= 1e-3f;
+    const double fd = (MultiTaskSigmoidCrossEntropy(up, 2, labels, weights, {}, {}, {}, compute) -
+                       MultiTaskSigmoidCrossEntropy(down, 2, labels, weights, {}, {}, {}, compute)) / 2e-3;
+    EXPECT_NEAR(d[i], fd, 1e-4) << i;
+  }
+  EXPECT_EQ(MultiTaskSigmoidCrossEntropy({}, 2, {}, weights, {}, {}, means, compute), 0.0);
+}
+
 }  // namespace
 }  // namespace rectrain::nn

@@ -72,8 +72,11 @@ class Model {
   virtual std::string name() const = 0;
   virtual const ModelSpec& spec() const = 0;
   // Logits per row: 1 for a CTR model (a sigmoid output), the number of classes for a softmax
-  // classifier (model.type mlp with model.num_classes >= 2).
+  // classifier (model.type mlp with model.num_classes >= 2), or one per task of a multi-task
+  // model (num_tasks() > 1: each logit its own sigmoid output).
   virtual int num_outputs() const { return 1; }
+  // Binary tasks predicted at once (mmoe); 1 otherwise. When > 1, num_outputs() == num_tasks().
+  virtual int num_tasks() const { return 1; }
 
   // Writes logits[batch_size × num_outputs()] (row-major). `training` enables dropout. Errors:
   // InvalidArgument on shape mismatches (naming the field or table).

@@ -15,7 +15,7 @@
 namespace rectrain::nn {
 
 struct ModelConfig {
-  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | xdeepfm | autoint | dlrm | din | mlp
+  std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | xdeepfm | autoint | dlrm | din | mmoe | mlp
   int embedding_dim = 16;               // default dim of every field
   std::map<std::string, int> field_dims;  // per-field override ("C3": 8); not for fm/deepfm
   std::map<std::string, std::string> field_pooling;  // per-field "sum" (default) | "mean"
@@ -34,6 +34,12 @@ struct ModelConfig {
   // dlrm: hidden sizes of the bottom MLP over the dense features; a last layer to embedding_dim
   // (ReLU) follows. `hidden` is the top MLP.
   std::vector<int> bottom = {64};
+  // mmoe: binary tasks (the main label plus the config's model.task_labels; the trainer passes
+  // the count), shared experts, a softmax gate and a tower per task.
+  int num_tasks = 1;
+  int num_experts = 4;
+  std::vector<int> expert_hidden = {64};  // each expert's layers (ReLU); the last is its output
+  std::vector<int> tower_hidden = {32};   // each tower's hidden layers before its logit
   // mlp: 1 = one logit (binary, sigmoid); >= 2 = a softmax over this many classes (the label is
   // the class index). Other types have one logit.
   int num_classes = 1;

@@ -11,6 +11,7 @@
 // dlrm (bottom MLP, dot interaction, top MLP) and mlp have their own classes below.
 // See docs/models.md for the equations and config keys per type.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -36,7 +37,7 @@
 namespace rectrain::nn {
 namespace {
 
-const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mlp"};
+const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mmoe", "mlp"};
 
 struct Parts {
   bool first_order = false;
@@ -543,6 +544,184 @@ class DinModel final : public Model {
   tensor::Tensor hist_, x0_, dx0_, unit_in_, weights_, dw_, dh_, dunit_, out_, scratch_;
 };
 
+// mmoe (Ma et al., "Modeling Task Relationships in Multi-task Learning with Multi-gate
+// Mixture-of-Experts", KDD 2018): E experts (MLPs over x0 = [pooled embeddings | dense]) are
+// shared by T binary tasks; task t mixes them with its own softmax gate and feeds its tower:
+//   h_e = expert_e(x0) [B × H],  g_t = softmax(x0 · G_t + c_t) [B × E],
+//   m_t = Σ_e g_te h_e,  logit_t = tower_t(m_t)                   logits [B × T], row-major
+// Backward: dm_t from the tower; dg_te = <dm_t, h_e>, dh_e += g_te dm_t; the gate's softmax
+// dz_t = g_t ⊙ (dg_t − <g_t, dg_t>); x0 gets every expert's and gate's input gradient (summed
+// in a fixed order: experts, then gates).
+class MmoeModel final : public Model {
+ public:
+  MmoeModel(ModelSpec spec, std::unique_ptr<EmbeddingBag> bag, int64_t emb_width, std::vector<std::unique_ptr<Sequential>> experts,
+            std::vector<std::unique_ptr<Dense>> gates, std::vector<std::unique_ptr<Sequential>> towers, GemmPrecision precision)
+      : spec_(std::move(spec)),
+        bag_(std::move(bag)),
+        emb_width_(emb_width),
+        num_dense_(spec_.num_dense),
+        experts_(std::move(experts)),
+        gates_(std::move(gates)),
+        towers_(std::move(towers)),
+        precision_(precision) {}
+
+  std::string name() const override { return "mmoe"; }
+  const ModelSpec& spec() const override { return spec_; }
+  int num_outputs() const override { return static_cast<int>(towers_.size()); }
+  int num_tasks() const override { return static_cast<int>(towers_.size()); }
+
+  Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
+                 const ComputeContext& compute) override {
+    const int64_t batch = input.batch_size, T = num_tasks(), E = static_cast<int64_t>(experts_.size());
+    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
+    if (static_cast<int64_t>(logits.size()) != batch * T) {
+      return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size x " + std::to_string(T) +
+                                  " = " + std::to_string(batch * T));
+    }
+    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
+      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
+                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " + std::to_string(num_dense_));
+    }
+    ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
+    batch_ = -1;
+    const int64_t width = emb_width_ + num_dense_;
+    x0_.Resize(batch, width);
+    if (emb_width_ > 0) {
+      RECTRAIN_RETURN_IF_ERROR(bag_->Forward(batch, input.tables, input.fields, x0_.view(), {}, compute)) << "model mmoe";
+    }
+    if (num_dense_ > 0) {
+      const float* dense = input.dense.data();
+      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) std::memcpy(x0_.row(r) + emb_width_, dense + r * num_dense_, sizeof(float) * static_cast<size_t>(num_dense_));
+      });
+    }
+    const int64_t H = experts_[0]->out_features();
+    expert_out_.resize(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e) {
+      expert_out_[static_cast<size_t>(e)].Resize(batch, H);
+      RECTRAIN_RETURN_IF_ERROR(experts_[static_cast<size_t>(e)]->Forward(x0_.view(), expert_out_[static_cast<size_t>(e)].view(), ctx_));
+    }
+    gate_.resize(static_cast<size_t>(T));
+    mix_.resize(static_cast<size_t>(T));
+    tower_out_.resize(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      tensor::Tensor& g = gate_[static_cast<size_t>(t)];
+      g.Resize(batch, E);
+      RECTRAIN_RETURN_IF_ERROR(gates_[static_cast<size_t>(t)]->Forward(x0_.view(), g.view(), ctx_));
+      tensor::Tensor& m = mix_[static_cast<size_t>(t)];
+      m.Resize(batch, H);
+      internal::ForRows(compute, batch, E * H, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* z = g.row(r);  // logits -> softmax in place
+          const float mx = *std::max_element(z, z + E);
+          float sum = 0.0f;
+          for (int64_t e = 0; e < E; ++e) sum += (z[e] = std::exp(z[e] - mx));
+          for (int64_t e = 0; e < E; ++e) z[e] /= sum;
+          float* out = m.row(r);
+          std::fill(out, out + H, 0.0f);
+          for (int64_t e = 0; e < E; ++e) {
+            const float* h = expert_out_[static_cast<size_t>(e)].row(r);
+            for (int64_t k = 0; k < H; ++k) out[k] += z[e] * h[k];
+          }
+        }
+      });
+      tensor::Tensor& o = tower_out_[static_cast<size_t>(t)];
+      o.Resize(batch, 1);
+      RECTRAIN_RETURN_IF_ERROR(towers_[static_cast<size_t>(t)]->Forward(m.view(), o.view(), ctx_));
+      for (int64_t r = 0; r < batch; ++r) logits[static_cast<size_t>(r * T + t)] = o.data()[r];
+    }
+    batch_ = batch;
+    return OkStatus();
+  }
+
+  Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
+                  const ComputeContext& compute) override {
+    if (batch_ < 0) return FailedPreconditionError("model mmoe: Backward before Forward");
+    const int64_t batch = batch_, T = num_tasks(), E = static_cast<int64_t>(experts_.size());
+    if (static_cast<int64_t>(dlogits.size()) != batch * T) {
+      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " + std::to_string(batch * T));
+    }
+    ctx_.compute = compute;
+    const int64_t H = experts_[0]->out_features(), width = x0_.cols();
+    dexpert_.resize(static_cast<size_t>(E));
+    for (auto& d : dexpert_) d.ResizeZeroed(batch, H);
+    dx0_.ResizeZeroed(batch, width);
+    scratch_dx_.Resize(batch, width);
+    auto add_dx = [&]() {
+      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* out = dx0_.row(r);
+          const float* g = scratch_dx_.row(r);
+          for (int64_t c = 0; c < width; ++c) out[c] += g[c];
+        }
+      });
+    };
+    for (int64_t t = 0; t < T; ++t) {
+      scratch_.Resize(batch, 1);
+      for (int64_t r = 0; r < batch; ++r) scratch_.data()[r] = dlogits[static_cast<size_t>(r * T + t)];
+      dmix_.Resize(batch, H);
+      RECTRAIN_RETURN_IF_ERROR(towers_[static_cast<size_t>(t)]->Backward(mix_[static_cast<size_t>(t)].view(), tower_out_[static_cast<size_t>(t)].view(),
+                                                                         scratch_.view(), dmix_.view(), ctx_));
+      const tensor::Tensor& g = gate_[static_cast<size_t>(t)];
+      dgate_.Resize(batch, E);
+      internal::ForRows(compute, batch, E * H * 2, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* dm = dmix_.row(r);
+          const float* gr = g.row(r);
+          float* dz = dgate_.row(r);
+          float dot = 0.0f;
+          for (int64_t e = 0; e < E; ++e) {
+            const float* h = expert_out_[static_cast<size_t>(e)].row(r);
+            float* dh = dexpert_[static_cast<size_t>(e)].row(r);
+            float s = 0.0f;
+            for (int64_t k = 0; k < H; ++k) {
+              s += dm[k] * h[k];
+              dh[k] += gr[e] * dm[k];
+            }
+            dz[e] = s;
+            dot += gr[e] * s;
+          }
+          for (int64_t e = 0; e < E; ++e) dz[e] = gr[e] * (dz[e] - dot);
+        }
+      });
+      // The gate's Dense saw softmax outputs replaced in place; its Backward reads only x and dy.
+      RECTRAIN_RETURN_IF_ERROR(gates_[static_cast<size_t>(t)]->Backward(x0_.view(), g.view(), dgate_.view(), scratch_dx_.view(), ctx_));
+      add_dx();
+    }
+    for (int64_t e = 0; e < E; ++e) {
+      RECTRAIN_RETURN_IF_ERROR(experts_[static_cast<size_t>(e)]->Backward(x0_.view(), expert_out_[static_cast<size_t>(e)].view(),
+                                                                          dexpert_[static_cast<size_t>(e)].view(), scratch_dx_.view(), ctx_));
+      add_dx();
+    }
+    if (emb_width_ > 0) {
+      RECTRAIN_RETURN_IF_ERROR(bag_->Backward(dx0_.view(), {}, table_grads, compute)) << "model mmoe";
+    }
+    return OkStatus();
+  }
+
+  std::vector<optim::ParamRef> Params() override {
+    std::vector<optim::ParamRef> params;
+    for (auto& e : experts_) for (auto& p : e->Params()) params.push_back(std::move(p));
+    for (auto& g : gates_) for (auto& p : g->Params()) params.push_back(std::move(p));
+    for (auto& t : towers_) for (auto& p : t->Params()) params.push_back(std::move(p));
+    return params;
+  }
+
+ private:
+  ModelSpec spec_;
+  std::unique_ptr<EmbeddingBag> bag_;
+  int64_t emb_width_;
+  int64_t num_dense_;
+  std::vector<std::unique_ptr<Sequential>> experts_;
+  std::vector<std::unique_ptr<Dense>> gates_;  // x0 -> [B × E] logits (softmax applied after)
+  std::vector<std::unique_ptr<Sequential>> towers_;
+  GemmPrecision precision_;
+  LayerContext ctx_;
+  int64_t batch_ = -1;
+  tensor::Tensor x0_, dx0_, scratch_dx_, scratch_, dmix_, dgate_;
+  std::vector<tensor::Tensor> expert_out_, dexpert_, gate_, mix_, tower_out_;
+};
+
 // mlp: logits = MLP([pooled embeddings | dense]) with num_outputs logits per row — a plain
 // DNN for CTR (1 output) or a softmax classifier (num_classes outputs), e.g. the image MLP of
 // examples/fashion_mnist_mlp.yaml (dense pixels only, no embedding tables).
@@ -742,6 +921,25 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   if (config.num_classes < 1 || config.num_classes > 100000) {
     return InvalidArgumentError("model.num_classes must be in [1, 100000], got " + std::to_string(config.num_classes));
   }
+  if (type == "mmoe") {
+    if (config.num_tasks < 2 || config.num_tasks > 64) {
+      return InvalidArgumentError("model mmoe needs 2 to 64 tasks: the label plus model.task_labels (got " + std::to_string(config.num_tasks) + " task(s))");
+    }
+    if (config.num_experts < 1 || config.num_experts > 1024) {
+      return InvalidArgumentError("model.num_experts must be in [1, 1024], got " + std::to_string(config.num_experts));
+    }
+    if (config.expert_hidden.empty()) return InvalidArgumentError("model.expert_hidden must name at least one layer size (an expert's output is its last)");
+    for (const auto* list : {&config.expert_hidden, &config.tower_hidden}) {
+      for (size_t i = 0; i < list->size(); ++i) {
+        if ((*list)[i] < 1) {
+          return InvalidArgumentError(std::string("model.") + (list == &config.expert_hidden ? "expert_hidden" : "tower_hidden") + "[" +
+                                      std::to_string(i) + "] must be >= 1, got " + std::to_string((*list)[i]));
+        }
+      }
+    }
+  } else if (config.num_tasks != 1) {
+    return InvalidArgumentError("model.task_labels needs model.type mmoe (a multi-task model); \"" + type + "\" predicts one label");
+  }
   if (config.num_classes > 1 && type != "mlp") {
     return InvalidArgumentError("model.num_classes " + std::to_string(config.num_classes) + " needs model.type mlp (a softmax "
                                 "classifier); \"" + type + "\" has one logit (CTR)");
@@ -804,7 +1002,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
 
   // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
   // rides in column 0 of the same row (lead = 1) for every type except dcn_v2 and mlp.
-  const int lead = type == "dcn_v2" || type == "mlp" || type == "dlrm" || type == "autoint" || type == "din" ? 0 : 1;
+  const int lead = type == "dcn_v2" || type == "mlp" || type == "dlrm" || type == "autoint" || type == "din" || type == "mmoe" ? 0 : 1;
   std::vector<int> emb_dims(sparse_names.size());
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     auto it = config.field_dims.find(sparse_names[f]);
@@ -880,6 +1078,38 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                                               std::move(interaction), std::move(top), config.precision));
   }
 
+  if (type == "mmoe") {
+    const int64_t in = emb_width + num_dense;
+    std::vector<std::unique_ptr<Sequential>> experts;
+    for (int e = 0; e < config.num_experts; ++e) {
+      const std::string prefix = "expert." + std::to_string(e);
+      auto ex = std::make_unique<Sequential>(prefix);
+      int64_t width = in;
+      for (size_t k = 0; k < config.expert_hidden.size(); ++k) {
+        ex->Add(std::make_unique<Dense>(prefix + "." + std::to_string(k), width, config.expert_hidden[k], Activation::kRelu, WeightInit::kHe,
+                                        config.seed));
+        width = config.expert_hidden[k];
+      }
+      experts.push_back(std::move(ex));
+    }
+    std::vector<std::unique_ptr<Dense>> gates;
+    std::vector<std::unique_ptr<Sequential>> towers;
+    for (int t = 0; t < config.num_tasks; ++t) {
+      const std::string g = "gate." + std::to_string(t), tw = "tower." + std::to_string(t);
+      gates.push_back(std::make_unique<Dense>(g, in, config.num_experts, Activation::kNone, WeightInit::kXavier, config.seed));
+      auto tower = std::make_unique<Sequential>(tw);
+      int64_t width = config.expert_hidden.back();
+      for (size_t k = 0; k < config.tower_hidden.size(); ++k) {
+        tower->Add(std::make_unique<Dense>(tw + "." + std::to_string(k), width, config.tower_hidden[k], Activation::kRelu, WeightInit::kHe,
+                                           config.seed));
+        width = config.tower_hidden[k];
+      }
+      tower->Add(std::make_unique<Dense>(tw + ".out", width, 1, Activation::kNone, WeightInit::kXavier, config.seed));
+      towers.push_back(std::move(tower));
+    }
+    return std::unique_ptr<Model>(std::make_unique<MmoeModel>(std::move(spec), std::move(bag), emb_width, std::move(experts), std::move(gates),
+                                                              std::move(towers), config.precision));
+  }
   if (type == "mlp") {
     auto deep = std::make_unique<Sequential>("deep");
     AddMlp(config, emb_width + num_dense, *deep, config.num_classes);

@@ -45,6 +45,12 @@ ModelConfig SmallConfig(const std::string& type) {
   c.target_field = "C1";   // din: C2 is the behaviour sequence (multi-valued in the
   c.history_field = "C2";  // multi-valued cases, with empty bags too)
   c.attention_hidden = {5};
+  if (type == "mmoe") {
+    c.num_tasks = 2;
+    c.num_experts = 3;
+    c.expert_hidden = {8};
+    c.tower_hidden = {4};
+  }
   c.seed = 11;
   return c;
 }
@@ -129,7 +135,14 @@ TEST_P(ModelGradTest, GradientThroughTheLossMatchesFiniteDifferences) {
   std::vector<float> labels = {1, 0, 0, 1, 0}, logits(5 * k), dlogits(5 * k);
   if (k > 1) labels = {1, 3, 0, 2, 1};
   const ComputeContext compute{1};
+  const bool multi_task = model->num_tasks() > 1;
+  const std::vector<float> weights(static_cast<size_t>(k), 0.75f);
+  if (multi_task) {
+    labels.resize(5 * k);
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>((i * 7 + i / 3) % 2);
+  }
   auto ce = [&](std::span<float> d) {
+    if (multi_task) return MultiTaskSigmoidCrossEntropy(logits, k, labels, weights, d, {}, {}, compute);
     return k > 1 ? SoftmaxCrossEntropy(logits, k, labels, d, {}, compute)
                  : SigmoidCrossEntropy(logits, labels, d, {}, compute);
   };
@@ -270,10 +283,10 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
     EXPECT_FALSE(m.ok());
     return m.ok() ? std::string() : m.status().message();
   };
-  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mlp"}));
+  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mmoe", "mlp"}));
   ModelConfig c = SmallConfig("deepfn");
   EXPECT_EQ(err(c), "model.type: unknown model type \"deepfn\"; valid types: lr, fm, wide_deep, "
-                    "deepfm, dcn_v2, xdeepfm, autoint, dlrm, din, mlp");
+                    "deepfm, dcn_v2, xdeepfm, autoint, dlrm, din, mmoe, mlp");
   c = SmallConfig("deepfm");
   c.field_dims = {{"C1", 8}};
   EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its "
@@ -304,6 +317,18 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
   c.history_field = "C2";
   c.field_pooling = {{"C2", "mean"}};
   EXPECT_EQ(err(c), "model.field_pooling.C2: din pools its history by attention; remove the pooling");
+  c = SmallConfig("mmoe");
+  c.num_tasks = 1;
+  EXPECT_EQ(err(c), "model mmoe needs 2 to 64 tasks: the label plus model.task_labels (got 1 task(s))");
+  c = SmallConfig("mmoe");
+  c.expert_hidden = {};
+  EXPECT_EQ(err(c), "model.expert_hidden must name at least one layer size (an expert's output is its last)");
+  c = SmallConfig("mmoe");
+  c.tower_hidden = {0};
+  EXPECT_EQ(err(c), "model.tower_hidden[0] must be >= 1, got 0");
+  c = SmallConfig("deepfm");
+  c.num_tasks = 2;
+  EXPECT_EQ(err(c), "model.task_labels needs model.type mmoe (a multi-task model); \"deepfm\" predicts one label");
   c = SmallConfig("dlrm");
   c.bottom = {0};
   EXPECT_EQ(err(c), "model.bottom[0] must be >= 1, got 0");

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rectrain/base/parallel.h"
@@ -48,6 +49,15 @@ struct EvalMetrics {
   // among the top 5; logloss is then the mean softmax cross-entropy. NaN for a CTR model.
   double accuracy = kNaN;
   double top5_accuracy = kNaN;
+  // A multi-task model (mmoe): every task's AUC and logloss, the label's first (the fields
+  // above are that first task's). Empty for single-task models.
+  struct Task {
+    std::string name;
+    int64_t positives = 0;
+    double auc = kNaN;
+    double logloss = kNaN;
+  };
+  std::vector<Task> tasks;
 };
 
 // Exact AUC of `scores` against `labels` (label > 0.5 is positive). Sizes must match (CHECK).

@@ -124,7 +124,7 @@ std::string GitCommitOf(const std::string& dir) {
 
 std::vector<track::MetricValue> FinalMetrics(const TrainSummary& s) {
   std::vector<track::MetricValue> out;
-  auto add = [&](const char* key, double v) {
+  auto add = [&](const std::string& key, double v) {
     if (std::isfinite(v)) out.emplace_back(key, v);
   };
   add("train/samples_per_s", s.samples_per_sec);
@@ -142,6 +142,10 @@ std::vector<track::MetricValue> FinalMetrics(const TrainSummary& s) {
     add("val/gauc", s.valid.gauc);
     add("val/accuracy", s.valid.accuracy);
     add("val/top5_accuracy", s.valid.top5_accuracy);
+    for (const EvalMetrics::Task& t : s.valid.tasks) {
+      add("val/" + t.name + "/auc", t.auc);
+      add("val/" + t.name + "/logloss", t.logloss);
+    }
   }
   if (s.has_oracle) {
     add("oracle/auc", s.oracle.auc);
@@ -422,6 +426,10 @@ void RunRecorder::OnEval(int64_t step, const EvalMetrics& e) {
   if (!std::isnan(e.accuracy)) {
     m.emplace_back("val/accuracy", e.accuracy);
     m.emplace_back("val/top5_accuracy", e.top5_accuracy);
+  }
+  for (const EvalMetrics::Task& t : e.tasks) {
+    m.emplace_back("val/" + t.name + "/auc", t.auc);
+    m.emplace_back("val/" + t.name + "/logloss", t.logloss);
   }
   Write(options_.store->LogMetrics(*run_, step, m), "metrics");
 }

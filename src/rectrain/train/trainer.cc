@@ -124,6 +124,15 @@ int64_t EstimateRows(const std::vector<std::string>& patterns) {
 
 nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// A multi-task model's per-task metrics: {"income": {"auc": ..., "logloss": ..., "positives": ...}, ...}.
+nlohmann::json TasksJson(const EvalMetrics& m) {
+  nlohmann::json t = nlohmann::json::object();
+  for (const EvalMetrics::Task& task : m.tasks) {
+    t[task.name] = {{"auc", Num(task.auc)}, {"logloss", Num(task.logloss)}, {"positives", task.positives}};
+  }
+  return t;
+}
+
 class TrainLoop {
  public:
   TrainLoop(const config::LoadedConfig& config, const TrainerOptions& options, dist::Communicator* comm)
@@ -178,6 +187,7 @@ class TrainLoop {
   std::unique_ptr<internal::LockstepPass> pass_;
   std::vector<std::string> sparse_names_;
   int num_dense_ = 0;
+  std::vector<std::string> dense_names_;
   internal::ModelBundle bundle_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Optimizer> server_optimizer_;  // an async server's, over its dense chunk
@@ -356,21 +366,24 @@ Status TrainLoop::SetupLocal() {
   if (meta_.epoch < c_.train.epochs && !job_.is_server()) {
     RECTRAIN_RETURN_IF_ERROR(OpenTrainPass());
     sparse_names_ = pass_->reader().sparse_names();
-    num_dense_ = static_cast<int>(pass_->reader().dense_names().size());
+    dense_names_ = pass_->reader().dense_names();
+    num_dense_ = static_cast<int>(dense_names_.size());
   } else {  // a finished run, or a server: the fields only
     data::ReadOptions probe = c_.read;
     RECTRAIN_ASSIGN_OR_RETURN(auto r, WithContext(data::OpenBatchReader(train_data, probe), "data.train"));
     sparse_names_ = r->sparse_names();
-    num_dense_ = static_cast<int>(r->dense_names().size());
+    dense_names_ = r->dense_names();
+    num_dense_ = static_cast<int>(dense_names_.size());
   }
   rows_per_epoch_ = EstimateRows(c_.train_files);
   if (train_data.cache != "off") log_->Log(CacheLine("data.train", train_data));
 
-  RECTRAIN_ASSIGN_OR_RETURN(bundle_, internal::BuildModel(c_, sparse_names_, num_dense_, job_));
+  RECTRAIN_ASSIGN_OR_RETURN(bundle_, internal::BuildModel(c_, sparse_names_, dense_names_, job_));
   RECTRAIN_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(c_.optimizer));
   RECTRAIN_RETURN_IF_ERROR(optimizer_->Init(bundle_.params)) << "while initialising the optimizer";
   runner_ = std::make_unique<internal::StepRunner>(&bundle_, optimizer_.get(), job_, c_.train.accumulate_steps);
-  classes_ = bundle_.model->num_outputs();
+  // A multi-task model reports its first task (the label) where a CTR model reports its one.
+  classes_ = bundle_.model->num_tasks() > 1 ? 1 : bundle_.model->num_outputs();
   if (c_.train.accumulate_steps > 1) {
     log_->Log("train.accumulate_steps " + std::to_string(c_.train.accumulate_steps) + ": every step's batch runs in " +
               std::to_string(c_.train.accumulate_steps) + " slices whose gradients are summed");
@@ -672,6 +685,7 @@ Status TrainLoop::RunEval(const char* why) {
     line += "auc " + Fixed(m.auc, 5) + " logloss " + Fixed(m.logloss, 5);
     if (c_.eval.gauc) line += " gauc " + Fixed(m.gauc, 5);
     line += " calibration " + Fixed(m.calibration, 3) + " ne " + Fixed(m.ne, 4);
+    for (const EvalMetrics::Task& t : m.tasks) line += " | task " + t.name + " auc " + Fixed(t.auc, 5) + " logloss " + Fixed(t.logloss, 5);
   }
   line += " (" + std::to_string(m.rows) + " rows, " + Fixed(sw.Seconds(), 1) + "s)";
   log_->Log(line);
@@ -683,7 +697,7 @@ Status TrainLoop::RunEval(const char* why) {
 // RUN_DIR/evals.jsonl: one JSON line per evaluation (docs/formats/summary.md), appended and
 // flushed at once, so a process watching the run (a tune study) sees every result as it lands.
 void TrainLoop::AppendEvalRecord(const EvalMetrics& m) {
-  const nlohmann::json j = {{"step", meta_.step},
+  nlohmann::json j = {{"step", meta_.step},
                             {"epoch", meta_.epoch},
                             {"time", static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                              std::chrono::system_clock::now().time_since_epoch())
@@ -695,6 +709,7 @@ void TrainLoop::AppendEvalRecord(const EvalMetrics& m) {
                             {"gauc", Num(m.gauc)},
                             {"accuracy", Num(m.accuracy)},
                             {"top5_accuracy", Num(m.top5_accuracy)}};
+  if (!m.tasks.empty()) j["tasks"] = TasksJson(m);
   std::ofstream out(opt_.run_dir + "/evals.jsonl", std::ios::app);
   out << j.dump() << '\n';
   out.flush();
@@ -1112,6 +1127,7 @@ std::string SummaryJson(const TrainSummary& s) {
       v["accuracy"] = s.valid.accuracy;
       v["top5_accuracy"] = Num(s.valid.top5_accuracy);
     }
+    if (!s.valid.tasks.empty()) v["tasks"] = TasksJson(s.valid);
     j["valid"] = v;
   }
   if (s.has_oracle) j["oracle"] = {{"auc", Num(s.oracle.auc)}, {"logloss", Num(s.oracle.logloss)}};
@@ -1186,12 +1202,12 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   // Field names come from the reader of the evaluated data (same schema as training).
   RECTRAIN_ASSIGN_OR_RETURN(auto probe, WithContext(data::OpenBatchReader(dc, ro), "--data"));
   std::vector<std::string> sparse = probe->sparse_names();
-  const int num_dense = static_cast<int>(probe->dense_names().size());
+  const std::vector<std::string> dense = probe->dense_names();
   const std::string data_source = probe->cache_note();
   probe.reset();
   std::unique_ptr<dist::Communicator> single = dist::Communicator::Single();
   const internal::Job job{.comm = single.get()};
-  RECTRAIN_ASSIGN_OR_RETURN(internal::ModelBundle bundle, internal::BuildModel(c, sparse, num_dense, job));
+  RECTRAIN_ASSIGN_OR_RETURN(internal::ModelBundle bundle, internal::BuildModel(c, sparse, dense, job));
   RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables).status())
       << "while loading " << model_dir;
   data::EpochOptions eo;
@@ -1206,7 +1222,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   RECTRAIN_RETURN_IF_ERROR(split.Evaluate(bundle, compute, c.data.negative_downsampling, report.gauc_requested,
                                           &report.metrics))
       << "while evaluating";
-  if (bundle.model->num_outputs() == 1) {
+  if (bundle.model->num_outputs() == bundle.model->num_tasks()) {
     report.has_oracle =
         OracleFromProbFiles(options.files, split.accumulator().labels(), compute, &report.oracle, &report.oracle_note);
   }

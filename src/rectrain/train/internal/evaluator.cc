@@ -35,7 +35,11 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
                            EvalMetrics* out) {
   MetricAccumulator* acc = &acc_;
   acc->Clear();
-  const int classes = bundle.model->num_outputs();
+  const TaskLayout& tasks = bundle.tasks;
+  const int T = tasks.tasks();
+  const int classes = tasks.multi() ? 1 : bundle.model->num_outputs();
+  my_task_probs_.assign(tasks.multi() ? static_cast<size_t>(T) : 0, {});
+  my_task_labels_.assign(tasks.multi() ? static_cast<size_t>(T) : 0, {});
   // A classifier's sums: rows, correct at 1, correct in the top 5, cross-entropy.
   double multi[4] = {0, 0, 0, 0};
   my_probs_.clear();
@@ -61,7 +65,28 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
                         .tables = bundle.store->pulled(),
                         .fields = bundle.store->fields(),
                         .seed = 0};
-    RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits_, compute));
+    std::span<const float> labels = batch.labels;
+    if (tasks.multi()) {
+      RECTRAIN_RETURN_IF_ERROR(tasks.Split(batch, 0, batch.size, &task_dense_, &task_labels_));
+      in.dense = task_dense_;
+      std::vector<float> logits(static_cast<size_t>(batch.size * T));
+      task_probs_.resize(logits.size());
+      RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits, compute));
+      if (downsampling < 1.0) {  // negative downsampling thins the label's negatives: task 0 only
+        for (int64_t r = 0; r < batch.size; ++r) logits[static_cast<size_t>(r * T)] = static_cast<float>(data::CalibrateLogit(logits[static_cast<size_t>(r * T)], downsampling));
+      }
+      nn::MultiTaskSigmoidCrossEntropy(logits, T, task_labels_, tasks.weights, {}, task_probs_, {}, compute);
+      for (int t = 0; t < T; ++t) {
+        for (int64_t r = 0; r < batch.size; ++r) {
+          my_task_probs_[static_cast<size_t>(t)].push_back(task_probs_[static_cast<size_t>(r * T + t)]);
+          my_task_labels_[static_cast<size_t>(t)].push_back(task_labels_[static_cast<size_t>(r * T + t)]);
+        }
+      }
+      // The label's task takes the single-task path below (AUC, GAUC, the oracle's rows).
+      for (int64_t r = 0; r < batch.size; ++r) probs_[static_cast<size_t>(r)] = task_probs_[static_cast<size_t>(r * T)];
+    } else {
+      RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits_, compute));
+    }
     if (classes > 1) {
       const double ce = nn::SoftmaxCrossEntropy(logits_, classes, batch.labels, {}, probs_, compute);
       if (!std::isfinite(ce)) {
@@ -80,16 +105,18 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
       }
       continue;
     }
-    if (downsampling < 1.0) {
-      for (float& l : logits_) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
+    if (!tasks.multi()) {
+      if (downsampling < 1.0) {
+        for (float& l : logits_) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
+      }
+      nn::SigmoidCrossEntropy(logits_, labels, {}, probs_, compute);
     }
-    nn::SigmoidCrossEntropy(logits_, batch.labels, {}, probs_, compute);
     if (!job_.distributed()) {
-      acc->Add(probs_, batch.labels, batch.group_keys);
+      acc->Add(probs_, labels, batch.group_keys);
       continue;
     }
     my_probs_.insert(my_probs_.end(), probs_.begin(), probs_.end());
-    my_labels_.insert(my_labels_.end(), batch.labels.begin(), batch.labels.end());
+    my_labels_.insert(my_labels_.end(), labels.begin(), labels.end());
     groups &= !batch.group_keys.empty();
     if (groups) my_groups_.insert(my_groups_.end(), batch.group_keys.begin(), batch.group_keys.end());
   }
@@ -106,7 +133,7 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
   }
   if (!job_.distributed()) {
     *out = acc->Compute(compute, gauc);
-    return OkStatus();
+    return AddTaskMetrics(tasks, compute, out);
   }
   // Every rank's predictions, in file order, on every rank.
   std::vector<float> probs, labels;
@@ -126,6 +153,25 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
   const std::vector<float> l = FileOrder(labels, per_rank, batch_rows_, job_.world());
   acc->Add(p, l, group_keys);
   *out = acc->Compute(compute, gauc);
+  for (size_t t = 0; t < my_task_probs_.size(); ++t) {  // every task's rows, in file order
+    std::vector<float> tp, tl;
+    std::vector<int64_t> tr;
+    RECTRAIN_RETURN_IF_ERROR(comm.AllGatherV(std::span<const float>(my_task_probs_[t]), &tp, &tr));
+    RECTRAIN_RETURN_IF_ERROR(comm.AllGatherV(std::span<const float>(my_task_labels_[t]), &tl, nullptr));
+    my_task_probs_[t] = FileOrder(tp, tr, batch_rows_, job_.world());
+    my_task_labels_[t] = FileOrder(tl, tr, batch_rows_, job_.world());
+  }
+  return AddTaskMetrics(tasks, compute, out);
+}
+
+Status EvalSplit::AddTaskMetrics(const TaskLayout& tasks, const ComputeContext& compute, EvalMetrics* out) {
+  if (!tasks.multi()) return OkStatus();
+  for (int t = 0; t < tasks.tasks(); ++t) {
+    MetricAccumulator a;
+    a.Add(my_task_probs_[static_cast<size_t>(t)], my_task_labels_[static_cast<size_t>(t)], {});
+    const EvalMetrics m = a.Compute(compute, false);
+    out->tasks.push_back({tasks.names[static_cast<size_t>(t)], m.positives, m.auc, m.logloss});
+  }
   return OkStatus();
 }
 

@@ -31,15 +31,24 @@ class EvalSplit {
   // oracle). A classifier gets accuracy, top-5 accuracy and the mean cross-entropy as logloss,
   // summed over ranks without gathering rows. `downsampling` is the training data's
   // data.negative_downsampling: logits are calibrated (data::CalibrateLogit) when it is < 1.
+  // A multi-task model gets the CTR metrics of its first task (the label) and out->tasks: each
+  // task's AUC and logloss.
   Status Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling, bool gauc,
                   EvalMetrics* out);
   const MetricAccumulator& accumulator() const { return acc_; }
 
  private:
+  // out->tasks from the gathered per-task predictions (a no-op for a single-task model).
+  Status AddTaskMetrics(const TaskLayout& tasks, const ComputeContext& compute, EvalMetrics* out);
+
   std::unique_ptr<data::EpochSource> source_;
   Job job_;
   std::vector<float> logits_, probs_;
   std::vector<float> my_probs_, my_labels_;
+  // Multi-task models: the model's dense features and every task's labels of a batch; each
+  // task's predictions and labels (this rank's, in a job, until gathered).
+  std::vector<float> task_dense_, task_labels_, task_probs_;
+  std::vector<std::vector<float>> my_task_probs_, my_task_labels_;
   std::vector<uint64_t> my_groups_;
   std::vector<int64_t> batch_rows_;  // global rows of every batch of the pass
   MetricAccumulator acc_;

@@ -36,8 +36,16 @@ Status StepRunner::RunSlice(const LockstepPass::Step& step, int64_t r0, int64_t 
     fields = slice_fields_;
   }
   const int64_t nd = batch.num_dense;
+  const TaskLayout& tasks = b_->tasks;
+  std::span<const float> dense = std::span<const float>(batch.dense).subspan(static_cast<size_t>(r0 * nd), static_cast<size_t>(m * nd));
+  std::span<const float> labels = std::span<const float>(batch.labels).subspan(static_cast<size_t>(r0), static_cast<size_t>(m));
+  if (tasks.multi()) {  // the task label columns leave the features
+    RECTRAIN_RETURN_IF_ERROR(tasks.Split(batch, r0, r1, &task_dense_, &task_labels_));
+    dense = task_dense_;
+    labels = task_labels_;
+  }
   nn::ForwardInput in{.batch_size = m,
-                      .dense = std::span<const float>(batch.dense).subspan(static_cast<size_t>(r0 * nd), static_cast<size_t>(m * nd)),
+                      .dense = dense,
                       .tables = b_->store->pulled(),
                       .fields = fields,
                       .seed = seed,
@@ -45,10 +53,11 @@ Status StepRunner::RunSlice(const LockstepPass::Step& step, int64_t r0, int64_t 
   std::span<float> logits = std::span<float>(logits_).subspan(static_cast<size_t>(r0 * k), static_cast<size_t>(m * k));
   std::span<float> dlogits = std::span<float>(dlogits_).subspan(static_cast<size_t>(r0 * k), static_cast<size_t>(m * k));
   std::span<float> probs = std::span<float>(probs_).subspan(static_cast<size_t>(r0 * k), static_cast<size_t>(m * k));
-  std::span<const float> labels = std::span<const float>(batch.labels).subspan(static_cast<size_t>(r0), static_cast<size_t>(m));
   RECTRAIN_RETURN_IF_ERROR(b_->model->Forward(in, /*training=*/true, logits, compute));
   double mean = 0;
-  if (k > 1) {
+  if (tasks.multi()) {
+    mean = nn::MultiTaskSigmoidCrossEntropy(logits, k, labels, tasks.weights, dlogits, probs, {}, compute);
+  } else if (k > 1) {
     mean = nn::SoftmaxCrossEntropy(logits, k, labels, dlogits, probs, compute);
     if (!std::isfinite(mean)) {
       for (int64_t i = 0; i < m; ++i) {
@@ -137,6 +146,10 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
     }
   }
 
+  if (b_->tasks.multi()) {  // probs(): the label's task, one per row
+    main_probs_.resize(n);
+    for (size_t i = 0; i < n; ++i) main_probs_[i] = probs_[i * static_cast<size_t>(k)];
+  }
   double loss = n > 0 ? loss_sum / static_cast<double>(n) : 0;
   if (job_.lockstep()) {
     // The dense gradients of every rank and the loss, summed in one AllReduce.

@@ -12,7 +12,9 @@
 // part in every collective, with zero gradients.
 //
 // A classifier (Model::num_outputs() > 1) uses the softmax cross-entropy; a label that is not a
-// class index fails the step naming it. With `accumulate_steps` k > 1 the rank's rows go through
+// class index fails the step naming it. A multi-task model (Model::num_tasks() > 1) gets its
+// features without the task label columns and the weighted sum of its tasks' sigmoid
+// cross-entropies (bundle.tasks). With `accumulate_steps` k > 1 the rank's rows go through
 // forward and backward in k slices (the activations of one slice at a time) whose gradients are
 // summed: the same update as one pass over the batch, up to float summation order (dropout masks
 // are keyed by the global row, so they are the same too).
@@ -48,8 +50,8 @@ class StepRunner {
   Result<double> Run(const LockstepPass::Step& step, int64_t global_step, const Rates& rates,
                      const ComputeContext& compute, PhaseSeconds* t);
   // This rank's predictions of the last step: probabilities (one per row), or for a classifier
-  // the softmax of each row (num_outputs per row).
-  std::span<const float> probs() const { return probs_; }
+  // the softmax of each row (num_outputs per row); for a multi-task model the label's task.
+  std::span<const float> probs() const { return b_->tasks.multi() ? std::span<const float>(main_probs_) : std::span<const float>(probs_); }
   // The least an AllReduce of the dense gradients could have sent from this rank so far:
   // 2·(world-1)/world of their bytes per step (the bandwidth lower bound the ring attains).
   int64_t allreduce_min_bytes() const { return allreduce_min_bytes_; }
@@ -70,6 +72,7 @@ class StepRunner {
   std::vector<std::vector<float>> table_scratch_;
   std::vector<std::span<float>> table_scratch_spans_;
   std::vector<float> logits_, dlogits_, probs_;
+  std::vector<float> task_dense_, task_labels_, main_probs_;  // multi-task models (TaskLayout)
   std::vector<float> reduce_;  // every dense gradient, then the loss sum
   int64_t allreduce_min_bytes_ = 0;
 };
