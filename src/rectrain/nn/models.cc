@@ -46,6 +46,42 @@ struct Parts {
   std::unique_ptr<Sequential> deep;   // x0 -> [B × 1]
 };
 
+// The shape checks every model's Forward starts with: a batch size >= 0, `outputs` logits per
+// row, and batch × num_dense dense features. InvalidArgument names the mismatch.
+Status CheckForwardInput(const ForwardInput& input, std::span<const float> logits, int64_t outputs, int64_t num_dense) {
+  const int64_t batch = input.batch_size;
+  if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
+  if (static_cast<int64_t>(logits.size()) != batch * outputs) {
+    return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size" +
+                                (outputs == 1 ? " = " + std::to_string(batch)
+                                              : " x " + std::to_string(outputs) + " = " + std::to_string(batch * outputs)));
+  }
+  if (static_cast<int64_t>(input.dense.size()) != batch * num_dense) {
+    return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
+                                " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " +
+                                std::to_string(num_dense));
+  }
+  return OkStatus();
+}
+
+// Backward's check of dlogits against the last Forward's rows × outputs.
+Status CheckDlogits(std::span<const float> dlogits, int64_t expected) {
+  if (static_cast<int64_t>(dlogits.size()) == expected) return OkStatus();
+  return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " + std::to_string(expected));
+}
+
+// Copies the batch's dense features [batch × num_dense] into columns [col, col + num_dense) of
+// x0 (the tail of the deep input, after the embeddings the bag wrote).
+void CopyDenseInto(const ComputeContext& compute, std::span<const float> dense, int64_t batch, int64_t num_dense,
+                   tensor::Tensor& x0, int64_t col) {
+  if (num_dense == 0) return;
+  internal::ForRows(compute, batch, x0.cols(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      std::memcpy(x0.row(r) + col, dense.data() + r * num_dense, sizeof(float) * static_cast<size_t>(num_dense));
+    }
+  });
+}
+
 class ComposedModel final : public Model {
  public:
   ComposedModel(std::string name, ModelSpec spec, std::unique_ptr<EmbeddingBag> bag,
@@ -79,17 +115,8 @@ class ComposedModel final : public Model {
 
   Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
                  const ComputeContext& compute) override {
+    RECTRAIN_RETURN_IF_ERROR(CheckForwardInput(input, logits, 1, num_dense_));
     const int64_t batch = input.batch_size;
-    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
-    if (static_cast<int64_t>(logits.size()) != batch) {
-      return InvalidArgumentError("logits has " + std::to_string(logits.size()) +
-                                  " entries, need batch_size = " + std::to_string(batch));
-    }
-    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
-      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
-                                  " floats, expected batch_size x num_dense = " +
-                                  std::to_string(batch) + " x " + std::to_string(num_dense_));
-    }
     ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
     batch_ = -1;  // invalid until this Forward succeeds
     const int64_t width = emb_width_ + num_dense_;
@@ -98,15 +125,7 @@ class ComposedModel final : public Model {
     RECTRAIN_RETURN_IF_ERROR(
         bag_->Forward(batch, input.tables, input.fields, x0_.view(), lead_.span(), compute))
         << "model " << name_;
-    if (num_dense_ > 0) {
-      const float* dense = input.dense.data();
-      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          std::memcpy(x0_.row(r) + emb_width_, dense + r * num_dense_,
-                      sizeof(float) * num_dense_);
-        }
-      });
-    }
+    CopyDenseInto(compute, input.dense, batch, num_dense_, x0_, emb_width_);
     const bool has_lead = bag_->has_lead();
     if (linear_) {
       linear_out_.Resize(batch, 1);
@@ -261,17 +280,8 @@ class DlrmModel final : public Model {
 
   Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
                  const ComputeContext& compute) override {
+    RECTRAIN_RETURN_IF_ERROR(CheckForwardInput(input, logits, 1, num_dense_));
     const int64_t batch = input.batch_size;
-    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
-    if (static_cast<int64_t>(logits.size()) != batch) {
-      return InvalidArgumentError("logits has " + std::to_string(logits.size()) +
-                                  " entries, need batch_size = " + std::to_string(batch));
-    }
-    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
-      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
-                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " +
-                                  std::to_string(num_dense_));
-    }
     ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
     batch_ = -1;
     z_.Resize(batch, interaction_->in_features());
@@ -301,10 +311,7 @@ class DlrmModel final : public Model {
   Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
                   const ComputeContext& compute) override {
     if (batch_ < 0) return FailedPreconditionError("model dlrm: Backward before Forward");
-    if (static_cast<int64_t>(dlogits.size()) != batch_) {
-      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " +
-                                  std::to_string(batch_));
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckDlogits(dlogits, batch_));
     ctx_.compute = compute;
     scratch_.Resize(batch_, 1);
     std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * dlogits.size());
@@ -380,15 +387,8 @@ class DinModel final : public Model {
 
   Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
                  const ComputeContext& compute) override {
+    RECTRAIN_RETURN_IF_ERROR(CheckForwardInput(input, logits, 1, num_dense_));
     const int64_t batch = input.batch_size;
-    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
-    if (static_cast<int64_t>(logits.size()) != batch) {
-      return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size = " + std::to_string(batch));
-    }
-    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
-      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
-                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " + std::to_string(num_dense_));
-    }
     if (input.fields.size() != spec_.fields.size() || input.tables.size() != spec_.tables.size()) {
       return InvalidArgumentError("model din: expected " + std::to_string(spec_.fields.size()) + " fields and " +
                                   std::to_string(spec_.tables.size()) + " tables");
@@ -464,9 +464,7 @@ class DinModel final : public Model {
   Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
                   const ComputeContext& compute) override {
     if (batch_ < 0) return FailedPreconditionError("model din: Backward before Forward");
-    if (static_cast<int64_t>(dlogits.size()) != batch_) {
-      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " + std::to_string(batch_));
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckDlogits(dlogits, batch_));
     ctx_.compute = compute;
     const int64_t D = dim_, P = static_cast<int64_t>(items_.size());
     scratch_.Resize(batch_, 1);
@@ -573,15 +571,7 @@ class MmoeModel final : public Model {
   Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
                  const ComputeContext& compute) override {
     const int64_t batch = input.batch_size, T = num_tasks(), E = static_cast<int64_t>(experts_.size());
-    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
-    if (static_cast<int64_t>(logits.size()) != batch * T) {
-      return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size x " + std::to_string(T) +
-                                  " = " + std::to_string(batch * T));
-    }
-    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
-      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
-                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " + std::to_string(num_dense_));
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckForwardInput(input, logits, T, num_dense_));
     ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
     batch_ = -1;
     const int64_t width = emb_width_ + num_dense_;
@@ -589,12 +579,7 @@ class MmoeModel final : public Model {
     if (emb_width_ > 0) {
       RECTRAIN_RETURN_IF_ERROR(bag_->Forward(batch, input.tables, input.fields, x0_.view(), {}, compute)) << "model mmoe";
     }
-    if (num_dense_ > 0) {
-      const float* dense = input.dense.data();
-      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) std::memcpy(x0_.row(r) + emb_width_, dense + r * num_dense_, sizeof(float) * static_cast<size_t>(num_dense_));
-      });
-    }
+    CopyDenseInto(compute, input.dense, batch, num_dense_, x0_, emb_width_);
     const int64_t H = experts_[0]->out_features();
     expert_out_.resize(static_cast<size_t>(E));
     for (int64_t e = 0; e < E; ++e) {
@@ -638,9 +623,7 @@ class MmoeModel final : public Model {
                   const ComputeContext& compute) override {
     if (batch_ < 0) return FailedPreconditionError("model mmoe: Backward before Forward");
     const int64_t batch = batch_, T = num_tasks(), E = static_cast<int64_t>(experts_.size());
-    if (static_cast<int64_t>(dlogits.size()) != batch * T) {
-      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " + std::to_string(batch * T));
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckDlogits(dlogits, batch * T));
     ctx_.compute = compute;
     const int64_t H = experts_[0]->out_features(), width = x0_.cols();
     dexpert_.resize(static_cast<size_t>(E));
@@ -743,17 +726,8 @@ class MlpModel final : public Model {
 
   Status Forward(const ForwardInput& input, bool training, std::span<float> logits,
                  const ComputeContext& compute) override {
+    RECTRAIN_RETURN_IF_ERROR(CheckForwardInput(input, logits, outputs_, num_dense_));
     const int64_t batch = input.batch_size;
-    if (batch < 0) return InvalidArgumentError("batch_size " + std::to_string(batch) + " < 0");
-    if (static_cast<int64_t>(logits.size()) != batch * outputs_) {
-      return InvalidArgumentError("logits has " + std::to_string(logits.size()) + " entries, need batch_size x " +
-                                  std::to_string(outputs_) + " = " + std::to_string(batch * outputs_));
-    }
-    if (static_cast<int64_t>(input.dense.size()) != batch * num_dense_) {
-      return InvalidArgumentError("dense features: got " + std::to_string(input.dense.size()) +
-                                  " floats, expected batch_size x num_dense = " + std::to_string(batch) + " x " +
-                                  std::to_string(num_dense_));
-    }
     ctx_ = LayerContext{compute, training, input.seed, precision_, input.row_offset};
     batch_ = -1;
     const int64_t width = emb_width_ + num_dense_;
@@ -762,12 +736,7 @@ class MlpModel final : public Model {
       RECTRAIN_RETURN_IF_ERROR(bag_->Forward(batch, input.tables, input.fields, x0_.view(), {}, compute))
           << "model mlp";
     }
-    if (num_dense_ > 0) {
-      const float* dense = input.dense.data();
-      internal::ForRows(compute, batch, width, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) std::memcpy(x0_.row(r) + emb_width_, dense + r * num_dense_, sizeof(float) * num_dense_);
-      });
-    }
+    CopyDenseInto(compute, input.dense, batch, num_dense_, x0_, emb_width_);
     out_.Resize(batch, outputs_);
     RECTRAIN_RETURN_IF_ERROR(deep_->Forward(x0_.view(), out_.view(), ctx_));
     std::memcpy(logits.data(), out_.data(), sizeof(float) * static_cast<size_t>(batch * outputs_));
@@ -778,10 +747,7 @@ class MlpModel final : public Model {
   Status Backward(std::span<const float> dlogits, std::span<const std::span<float>> table_grads,
                   const ComputeContext& compute) override {
     if (batch_ < 0) return FailedPreconditionError("model mlp: Backward before Forward");
-    if (static_cast<int64_t>(dlogits.size()) != batch_ * outputs_) {
-      return InvalidArgumentError("dlogits has " + std::to_string(dlogits.size()) + " entries, need " +
-                                  std::to_string(batch_ * outputs_));
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckDlogits(dlogits, batch_ * outputs_));
     ctx_.compute = compute;
     scratch_.Resize(batch_, outputs_);
     std::memcpy(scratch_.data(), dlogits.data(), sizeof(float) * dlogits.size());
