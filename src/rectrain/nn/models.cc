@@ -781,6 +781,27 @@ std::string JoinTypes() {
   return s;
 }
 
+// Every entry of a list of layer sizes (model.KEY) must be >= 1.
+Status CheckLayerSizes(const char* key, const std::vector<int>& sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 1) {
+      return InvalidArgumentError(std::string("model.") + key + "[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(sizes[i]));
+    }
+  }
+  return OkStatus();
+}
+
+// Appends Dense+ReLU layers "<prefix>.<k>" of the given sizes (He init) from width `in`;
+// returns the last width. The plain stacks of dlrm's bottom, din's activation unit and mmoe's
+// experts and towers (AddMlp adds LayerNorm/dropout and the logit layer besides).
+int64_t AddReluLayers(Sequential& s, const std::string& prefix, int64_t in, const std::vector<int>& sizes, uint64_t seed) {
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    s.Add(std::make_unique<Dense>(prefix + "." + std::to_string(k), in, sizes[k], Activation::kRelu, WeightInit::kHe, seed));
+    in = sizes[k];
+  }
+  return in;
+}
+
 // Hidden blocks of the deep part: Dense [+ LayerNorm + ReLU | fused ReLU] [+ Dropout], then
 // the logit layer "mlp.out".
 void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep, int64_t out = 1) {
@@ -874,12 +895,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                   pooling + "\"; valid: sum, mean");
     }
   }
-  for (size_t i = 0; i < config.hidden.size(); ++i) {
-    if (config.hidden[i] < 1) {
-      return InvalidArgumentError("model.hidden[" + std::to_string(i) + "] must be >= 1, got " +
-                                  std::to_string(config.hidden[i]));
-    }
-  }
+  RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("hidden", config.hidden));
   if (!(config.dropout >= 0.0f && config.dropout < 1.0f)) {
     return InvalidArgumentError("model.dropout must be in [0, 1), got " +
                                 std::to_string(config.dropout));
@@ -895,14 +911,8 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
       return InvalidArgumentError("model.num_experts must be in [1, 1024], got " + std::to_string(config.num_experts));
     }
     if (config.expert_hidden.empty()) return InvalidArgumentError("model.expert_hidden must name at least one layer size (an expert's output is its last)");
-    for (const auto* list : {&config.expert_hidden, &config.tower_hidden}) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        if ((*list)[i] < 1) {
-          return InvalidArgumentError(std::string("model.") + (list == &config.expert_hidden ? "expert_hidden" : "tower_hidden") + "[" +
-                                      std::to_string(i) + "] must be >= 1, got " + std::to_string((*list)[i]));
-        }
-      }
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("expert_hidden", config.expert_hidden));
+    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("tower_hidden", config.tower_hidden));
   } else if (config.num_tasks != 1) {
     return InvalidArgumentError("model.task_labels needs model.type mmoe (a multi-task model); \"" + type + "\" predicts one label");
   }
@@ -910,18 +920,10 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.num_classes " + std::to_string(config.num_classes) + " needs model.type mlp (a softmax "
                                 "classifier); \"" + type + "\" has one logit (CTR)");
   }
-  for (size_t i = 0; i < config.bottom.size(); ++i) {
-    if (config.bottom[i] < 1) {
-      return InvalidArgumentError("model.bottom[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(config.bottom[i]));
-    }
-  }
+  RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("bottom", config.bottom));
   if (type == "xdeepfm") {
     if (config.cin_layers.empty()) return InvalidArgumentError("model.cin_layers must name at least one layer size for xdeepfm");
-    for (size_t i = 0; i < config.cin_layers.size(); ++i) {
-      if (config.cin_layers[i] < 1) {
-        return InvalidArgumentError("model.cin_layers[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(config.cin_layers[i]));
-      }
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("cin_layers", config.cin_layers));
     if (sparse_names.empty()) return InvalidArgumentError("model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
   }
   if (type == "autoint") {
@@ -952,11 +954,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     if (config.field_pooling.count(config.history_field)) {
       return InvalidArgumentError("model.field_pooling." + config.history_field + ": din pools its history by attention; remove the pooling");
     }
-    for (size_t i = 0; i < config.attention_hidden.size(); ++i) {
-      if (config.attention_hidden[i] < 1) {
-        return InvalidArgumentError("model.attention_hidden[" + std::to_string(i) + "] must be >= 1, got " + std::to_string(config.attention_hidden[i]));
-      }
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("attention_hidden", config.attention_hidden));
   }
   if (type == "dlrm" && sparse_names.size() + (num_dense > 0 ? 1 : 0) < 2) {
     return InvalidArgumentError("model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
@@ -1011,12 +1009,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   if (type == "din") {
     const int64_t dim = config.embedding_dim;
     auto unit = std::make_unique<Sequential>("attention_unit");
-    int64_t in = 4 * dim;
-    for (size_t i = 0; i < config.attention_hidden.size(); ++i) {
-      unit->Add(std::make_unique<Dense>("attention_unit." + std::to_string(i), in, config.attention_hidden[i], Activation::kRelu,
-                                        WeightInit::kHe, config.seed));
-      in = config.attention_hidden[i];
-    }
+    const int64_t in = AddReluLayers(*unit, "attention_unit", 4 * dim, config.attention_hidden, config.seed);
     unit->Add(std::make_unique<Dense>("attention_unit.out", in, 1, Activation::kNone, WeightInit::kXavier, config.seed));
     auto top = std::make_unique<Sequential>("deep");
     AddMlp(config, emb_width + dim + num_dense, *top);
@@ -1028,12 +1021,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     std::unique_ptr<Sequential> bottom;
     if (num_dense > 0) {
       bottom = std::make_unique<Sequential>("bottom");
-      int64_t in = num_dense;
-      for (size_t i = 0; i < config.bottom.size(); ++i) {
-        bottom->Add(std::make_unique<Dense>("bottom." + std::to_string(i), in, config.bottom[i], Activation::kRelu,
-                                            WeightInit::kHe, config.seed));
-        in = config.bottom[i];
-      }
+      const int64_t in = AddReluLayers(*bottom, "bottom", num_dense, config.bottom, config.seed);
       bottom->Add(std::make_unique<Dense>("bottom.out", in, dim, Activation::kRelu, WeightInit::kHe, config.seed));
     }
     const int64_t vectors = static_cast<int64_t>(sparse_names.size()) + (num_dense > 0 ? 1 : 0);
@@ -1050,12 +1038,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     for (int e = 0; e < config.num_experts; ++e) {
       const std::string prefix = "expert." + std::to_string(e);
       auto ex = std::make_unique<Sequential>(prefix);
-      int64_t width = in;
-      for (size_t k = 0; k < config.expert_hidden.size(); ++k) {
-        ex->Add(std::make_unique<Dense>(prefix + "." + std::to_string(k), width, config.expert_hidden[k], Activation::kRelu, WeightInit::kHe,
-                                        config.seed));
-        width = config.expert_hidden[k];
-      }
+      AddReluLayers(*ex, prefix, in, config.expert_hidden, config.seed);
       experts.push_back(std::move(ex));
     }
     std::vector<std::unique_ptr<Dense>> gates;
@@ -1064,12 +1047,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
       const std::string g = "gate." + std::to_string(t), tw = "tower." + std::to_string(t);
       gates.push_back(std::make_unique<Dense>(g, in, config.num_experts, Activation::kNone, WeightInit::kXavier, config.seed));
       auto tower = std::make_unique<Sequential>(tw);
-      int64_t width = config.expert_hidden.back();
-      for (size_t k = 0; k < config.tower_hidden.size(); ++k) {
-        tower->Add(std::make_unique<Dense>(tw + "." + std::to_string(k), width, config.tower_hidden[k], Activation::kRelu, WeightInit::kHe,
-                                           config.seed));
-        width = config.tower_hidden[k];
-      }
+      const int64_t width = AddReluLayers(*tower, tw, config.expert_hidden.back(), config.tower_hidden, config.seed);
       tower->Add(std::make_unique<Dense>(tw + ".out", width, 1, Activation::kNone, WeightInit::kXavier, config.seed));
       towers.push_back(std::move(tower));
     }
