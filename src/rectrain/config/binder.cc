@@ -631,34 +631,36 @@ std::vector<std::string> ConfigBinder::StringList(std::string_view path,
   return result;
 }
 
-std::vector<int64_t> ConfigBinder::IntList(std::string_view path, std::vector<int64_t> def,
-                                           Range range) {
+// IntList and DoubleList: a list (or one scalar) of numbers that `parse` accepts, each in
+// `range`; `what` names them in errors ("integers", "numbers").
+template <typename T, typename Parse, typename Format>
+std::vector<T> ConfigBinder::NumberList(std::string_view path, std::vector<T> def, Range range, const char* what,
+                                        Parse parse, Format format) {
   impl_->MarkKnown(path);
-  std::vector<int64_t> result = std::move(def);
+  std::vector<T> result = std::move(def);
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
     std::vector<const Node*> items;
     if (node->kind == Node::Kind::kList) {
       for (const auto& item : node->list) items.push_back(&item);
-    } else if (node->kind == Node::Kind::kScalar && ParseInt(node->scalar)) {
-      items.push_back(node);  // a single integer is a one-element list
+    } else if (node->kind == Node::Kind::kScalar && parse(node->scalar)) {
+      items.push_back(node);  // a single number is a one-element list
     }
     if (items.empty() && node->kind != Node::Kind::kList) {
-      impl_->Error(path, "expected a list of integers, got " + Describe(*node), node);
+      impl_->Error(path, std::string("expected a list of ") + what + ", got " + Describe(*node), node);
     } else {
-      std::vector<int64_t> values;
+      std::vector<T> values;
       bool ok = true;
       for (const Node* item : items) {
-        std::optional<int64_t> v;
-        if (item->kind == Node::Kind::kScalar) v = ParseInt(item->scalar);
+        std::optional<T> v;
+        if (item->kind == Node::Kind::kScalar) v = parse(item->scalar);
         if (!v) {
-          impl_->Error(path, "expected a list of integers, got an item " + Describe(*item), item);
+          impl_->Error(path, std::string("expected a list of ") + what + ", got an item " + Describe(*item), item);
           ok = false;
           break;
         }
         if (!range.Contains(static_cast<double>(*v))) {
-          impl_->Error(path, "item " + std::to_string(*v) + " is out of range " + range.ToString(),
-                       item);
+          impl_->Error(path, "item " + format(*v) + " is out of range " + range.ToString(), item);
           ok = false;
           break;
         }
@@ -669,50 +671,17 @@ std::vector<int64_t> ConfigBinder::IntList(std::string_view path, std::vector<in
   }
   Node out;
   out.kind = Node::Kind::kList;
-  for (int64_t v : result) out.list.push_back(Scalar(std::to_string(v)));
+  for (T v : result) out.list.push_back(Scalar(format(v)));
   impl_->SetResolved(path, std::move(out));
   return result;
 }
 
+std::vector<int64_t> ConfigBinder::IntList(std::string_view path, std::vector<int64_t> def, Range range) {
+  return NumberList<int64_t>(path, std::move(def), range, "integers", ParseInt, [](int64_t v) { return std::to_string(v); });
+}
+
 std::vector<double> ConfigBinder::DoubleList(std::string_view path, std::vector<double> def, Range range) {
-  impl_->MarkKnown(path);
-  std::vector<double> result = std::move(def);
-  const Node* node = impl_->Find(path);
-  if (node != nullptr && node->kind != Node::Kind::kNull) {
-    std::vector<const Node*> items;
-    if (node->kind == Node::Kind::kList) {
-      for (const auto& item : node->list) items.push_back(&item);
-    } else if (node->kind == Node::Kind::kScalar && ParseDouble(node->scalar)) {
-      items.push_back(node);  // a single number is a one-element list
-    }
-    if (items.empty() && node->kind != Node::Kind::kList) {
-      impl_->Error(path, "expected a list of numbers, got " + Describe(*node), node);
-    } else {
-      std::vector<double> values;
-      bool ok = true;
-      for (const Node* item : items) {
-        std::optional<double> v;
-        if (item->kind == Node::Kind::kScalar) v = ParseDouble(item->scalar);
-        if (!v) {
-          impl_->Error(path, "expected a list of numbers, got an item " + Describe(*item), item);
-          ok = false;
-          break;
-        }
-        if (!range.Contains(*v)) {
-          impl_->Error(path, "item " + FormatDouble(*v) + " is out of range " + range.ToString(), item);
-          ok = false;
-          break;
-        }
-        values.push_back(*v);
-      }
-      if (ok) result = std::move(values);
-    }
-  }
-  Node out;
-  out.kind = Node::Kind::kList;
-  for (double v : result) out.list.push_back(Scalar(FormatDouble(v)));
-  impl_->SetResolved(path, std::move(out));
-  return result;
+  return NumberList<double>(path, std::move(def), range, "numbers", ParseDouble, FormatDouble);
 }
 
 std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,

@@ -128,6 +128,9 @@ class ConfigBinder {
  private:
   struct Impl;
   explicit ConfigBinder(std::unique_ptr<Impl> impl);
+  template <typename T, typename Parse, typename Format>
+  std::vector<T> NumberList(std::string_view path, std::vector<T> def, Range range, const char* what, Parse parse,
+                            Format format);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -23,6 +23,21 @@ TEST(Binder, ReadsTypedValuesAndDefaults) {
   EXPECT_TRUE(b.Finish().ok());
 }
 
+TEST(Binder, NumberListsTakeAListOrOneValueAndCheckEveryItem) {
+  ConfigBinder b = Parse("w: [1, 0.5, 2e-3]\none: 3\nhigh: [1, 7]\nbad: [1, x]\nints: [2, 300]\n");
+  EXPECT_EQ(b.DoubleList("w", {}), (std::vector<double>{1, 0.5, 0.002}));
+  EXPECT_EQ(b.DoubleList("one", {}), (std::vector<double>{3}));
+  EXPECT_EQ(b.DoubleList("missing", {0.25}), (std::vector<double>{0.25}));
+  EXPECT_EQ(b.DoubleList("high", {}, Range::Closed(0, 5)), (std::vector<double>{}));  // error: the default
+  b.DoubleList("bad", {});
+  b.IntList("ints", {}, Range::Closed(0, 255));
+  EXPECT_EQ(b.Finish().message(),
+            "invalid configuration (3 errors):\n"
+            "  high: item 7 is out of range [0, 5] (c.yaml:3:11)\n"
+            "  bad: expected a list of numbers, got an item \"x\" (c.yaml:4:10)\n"
+            "  ints: item 300 is out of range [0, 255] (c.yaml:5:11)");
+}
+
 TEST(Binder, UnknownKeyNamesFullPathAndNearest) {
   ConfigBinder b = Parse("model:\n  hiden: [1]\n  type: deepfm\n");
   b.IntList("model.hidden", {400});
