@@ -137,6 +137,26 @@ TEST(TrainConfig, AllErrorsReportedTogether) {
             "  train.epochs: expected an integer, got \"two\" (c.yaml:6:9)");
 }
 
+TEST(TrainConfig, MultiTaskKeys) {
+  auto ok = Load("data: {train: a.tsv}\nmodel: {type: mmoe, task_labels: [b], task_weights: [1, 0.5]}\n");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->config.task_labels, std::vector<std::string>{"b"});
+  EXPECT_EQ(ok->config.task_weights, (std::vector<float>{1.0f, 0.5f}));
+  auto msg = [](const std::string& text) {
+    auto c = Load(text);
+    return c.ok() ? std::string() : std::string(c.status().message());
+  };
+  EXPECT_NE(msg("data: {train: a.tsv}\nmodel: {type: mmoe, task_labels: [b], task_weights: [1, 1, 1]}\n")
+                .find("model.task_weights: 3 weights for 2 tasks: one for the label, then one per model.task_labels entry"),
+            std::string::npos);
+  EXPECT_NE(msg("data: {train: a.tsv}\nmodel: {type: mmoe}\n")
+                .find("model.task_labels: model.type mmoe needs at least one extra task"),
+            std::string::npos);
+  EXPECT_NE(msg("data: {train: a.tsv}\nmodel: {type: deepfm, task_labels: [b]}\n")
+                .find("model.task_labels: extra task labels need model.type: mmoe"),
+            std::string::npos);
+}
+
 TEST(TrainConfig, CrossKeyChecks) {
   auto c = Load("data: {valid: v.tsv}\neval: {gauc: true}\noptimizer: {decay: cosine}\n");
   ASSERT_FALSE(c.ok());

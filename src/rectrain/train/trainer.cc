@@ -186,7 +186,6 @@ class TrainLoop {
   std::unique_ptr<data::EpochSource> train_source_;
   std::unique_ptr<internal::LockstepPass> pass_;
   std::vector<std::string> sparse_names_;
-  int num_dense_ = 0;
   std::vector<std::string> dense_names_;
   internal::ModelBundle bundle_;
   std::unique_ptr<optim::Optimizer> optimizer_;
@@ -367,13 +366,11 @@ Status TrainLoop::SetupLocal() {
     RECTRAIN_RETURN_IF_ERROR(OpenTrainPass());
     sparse_names_ = pass_->reader().sparse_names();
     dense_names_ = pass_->reader().dense_names();
-    num_dense_ = static_cast<int>(dense_names_.size());
   } else {  // a finished run, or a server: the fields only
     data::ReadOptions probe = c_.read;
     RECTRAIN_ASSIGN_OR_RETURN(auto r, WithContext(data::OpenBatchReader(train_data, probe), "data.train"));
     sparse_names_ = r->sparse_names();
     dense_names_ = r->dense_names();
-    num_dense_ = static_cast<int>(dense_names_.size());
   }
   rows_per_epoch_ = EstimateRows(c_.train_files);
   if (train_data.cache != "off") log_->Log(CacheLine("data.train", train_data));

@@ -69,7 +69,8 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
     if (tasks.multi()) {
       RECTRAIN_RETURN_IF_ERROR(tasks.Split(batch, 0, batch.size, &task_dense_, &task_labels_));
       in.dense = task_dense_;
-      std::vector<float> logits(static_cast<size_t>(batch.size * T));
+      std::vector<float>& logits = logits_;  // reused across batches, like the single-task path's
+      logits.resize(static_cast<size_t>(batch.size * T));
       task_probs_.resize(logits.size());
       RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits, compute));
       if (downsampling < 1.0) {  // negative downsampling thins the label's negatives: task 0 only

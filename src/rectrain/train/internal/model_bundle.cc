@@ -27,10 +27,7 @@ Result<TaskLayout> MakeTaskLayout(const config::TrainConfig& c, const std::vecto
   for (size_t col = 0; col < dense.size(); ++col) {
     if (!is_label[col]) t.feature_columns.push_back(static_cast<int>(col));
   }
-  if (!c.task_weights.empty() && c.task_weights.size() != t.names.size()) {
-    return InvalidArgumentError("model.task_weights has " + std::to_string(c.task_weights.size()) + " weights for " +
-                                std::to_string(t.names.size()) + " tasks (the label, then model.task_labels)");
-  }
+  // model.task_weights has one weight per task: checked when the config loads (train_config.cc).
   t.weights = c.task_weights.empty() ? std::vector<float>(t.names.size(), 1.0f) : c.task_weights;
   return t;
 }

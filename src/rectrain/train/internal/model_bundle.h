@@ -39,7 +39,7 @@ struct TaskLayout {
 };
 
 // Resolves model.task_labels against the reader's dense columns. InvalidArgument naming the key
-// for an unknown or repeated column, or task_weights of the wrong length.
+// for an unknown or repeated column. (task_weights' length is a config check.)
 Result<TaskLayout> MakeTaskLayout(const config::TrainConfig& c, const std::vector<std::string>& dense);
 
 struct ModelBundle {
