@@ -414,14 +414,12 @@ class DinModel final : public Model {
       offsets_.assign(seq.offsets.begin(), seq.offsets.end());
     }
     items_.assign(seq.rows.begin(), seq.rows.end());
-    for (int32_t i : items_) {
-      if (i < 0 || i >= pulled.num_unique) return InvalidArgumentError("model din: sequence index " + std::to_string(i) + " out of range");
-    }
     const int64_t P = static_cast<int64_t>(items_.size());
     hist_.Resize(P, D);  // h_p, gathered: Backward needs them and the pulled rows are the caller's
     for (int64_t p = 0; p < P; ++p) {
-      std::memcpy(hist_.row(p), pulled.rows.data() + static_cast<int64_t>(items_[static_cast<size_t>(p)]) * pulled.dim,
-                  sizeof(float) * static_cast<size_t>(D));
+      const int32_t i = items_[static_cast<size_t>(p)];
+      if (i < 0 || i >= pulled.num_unique) return InvalidArgumentError("model din: sequence index " + std::to_string(i) + " out of range");
+      std::memcpy(hist_.row(p), pulled.rows.data() + static_cast<int64_t>(i) * pulled.dim, sizeof(float) * static_cast<size_t>(D));
     }
     unit_in_.Resize(P, 4 * D);
     internal::ForRows(compute, batch, 4 * D * 4, [&](int64_t r0, int64_t r1) {
