@@ -67,6 +67,31 @@ void Counter::SetTotal(double total) {
   }
 }
 
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), buckets_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
+  for (size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0, std::memory_order_relaxed);
+}
+
+void Histogram::Observe(double v) {
+  if (std::isnan(v)) return;
+  const size_t b = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  buckets_[b].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(v, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<uint64_t> Histogram::BucketCounts() const {
+  std::vector<uint64_t> out(bounds_.size() + 1);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = buckets_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+std::vector<double> ExponentialBuckets(double start, double factor, int count) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i, start *= factor) out.push_back(start);
+  return out;
+}
+
 std::string EscapeLabelValue(std::string_view v) {
   std::string out;
   out.reserve(v.size());
@@ -115,10 +140,11 @@ Result<MetricsRegistry::Family*> MetricsRegistry::GetFamily(std::string_view nam
   }
   auto it = families_.find(name);
   if (it == families_.end()) {
-    it = families_.emplace(std::string(name), Family{type, std::string(help), {}, {}}).first;
+    it = families_.emplace(std::string(name), Family{type, std::string(help), {}, {}, {}}).first;
   } else if (it->second.type != type) {
+    static constexpr const char* kTypeNames[] = {"counter", "gauge", "histogram"};
     return InvalidArgumentError("metric '" + std::string(name) + "' is already registered as a " +
-                                (it->second.type == Type::kCounter ? "counter" : "gauge"));
+                                kTypeNames[static_cast<int>(it->second.type)]);
   }
   return &it->second;
 }
@@ -143,6 +169,27 @@ Result<Gauge*> MetricsRegistry::GetGauge(std::string_view name, std::string_view
   return slot.get();
 }
 
+Result<Histogram*> MetricsRegistry::GetHistogram(std::string_view name, std::string_view help,
+                                                 const std::vector<double>& bounds, const Labels& labels) {
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
+      return InvalidArgumentError("histogram '" + std::string(name) + "': bucket bounds must be finite and ascending");
+    }
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(std::string key, LabelText(labels));
+  std::lock_guard lock(mu_);
+  RECTRAIN_ASSIGN_OR_RETURN(Family * f, GetFamily(name, help, Type::kHistogram));
+  auto& slot = f->histograms[key];
+  if (!slot) {
+    const std::vector<double>* family_bounds = &bounds;
+    for (const auto& [k, h] : f->histograms) {
+      if (h) family_bounds = &h->bounds();
+    }
+    slot = std::make_unique<Histogram>(*family_bounds);
+  }
+  return slot.get();
+}
+
 void MetricsRegistry::AddCollector(std::function<void()> collector) {
   std::lock_guard lock(collectors_mu_);
   collectors_.push_back(std::move(collector));
@@ -157,12 +204,26 @@ std::string MetricsRegistry::Render() {
   std::string out;
   for (const auto& [name, f] : families_) {
     out += "# HELP " + name + " " + EscapeHelp(f.help) + "\n";
-    out += "# TYPE " + name + (f.type == Type::kCounter ? " counter\n" : " gauge\n");
+    static constexpr const char* kTypeLines[] = {" counter\n", " gauge\n", " histogram\n"};
+    out += "# TYPE " + name + kTypeLines[static_cast<int>(f.type)];
     for (const auto& [labels, c] : f.counters) {
       out += name + labels + " " + FormatSampleValue(c->Value()) + "\n";
     }
     for (const auto& [labels, g] : f.gauges) {
       out += name + labels + " " + FormatSampleValue(g->Value()) + "\n";
+    }
+    for (const auto& [labels, h] : f.histograms) {
+      // `le` joins the series' own labels: {a="x"} -> {a="x",le="0.1"}.
+      const std::string open = labels.empty() ? "{" : labels.substr(0, labels.size() - 1) + ",";
+      const std::vector<uint64_t> counts = h->BucketCounts();
+      uint64_t cumulative = 0;
+      for (size_t i = 0; i < counts.size(); ++i) {
+        cumulative += counts[i];
+        const std::string le = i < h->bounds().size() ? FormatSampleValue(h->bounds()[i]) : "+Inf";
+        out += name + "_bucket" + open + "le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+      }
+      out += name + "_sum" + labels + " " + FormatSampleValue(h->Sum()) + "\n";
+      out += name + "_count" + labels + " " + std::to_string(cumulative) + "\n";
     }
   }
   return out;

@@ -1,4 +1,5 @@
-// rectrain/http/prometheus.h: a Prometheus metrics registry (counters and gauges with labels)
+// rectrain/http/prometheus.h: a Prometheus metrics registry (counters, gauges and histograms
+// with labels)
 // rendered in the text exposition format 0.0.4 for a `/metrics` route, plus the standard
 // process_* metrics (CPU seconds, RSS, ...) read from /proc/self.
 //
@@ -59,6 +60,30 @@ class Gauge {
   std::atomic<double> value_{0.0};
 };
 
+// Observations counted into fixed buckets (cumulative `le` buckets, plus _sum and _count when
+// rendered). Observe is lock-free: one atomic add on the bucket, the sum and the count.
+class Histogram {
+ public:
+  // `bounds`: the buckets' upper bounds, ascending and finite (+Inf is implicit).
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double v);
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Non-cumulative counts per bucket (bounds().size() + 1 entries, the last is +Inf), the sum
+  // and the count. Read without a lock, so a concurrent Observe may show in some but not all.
+  std::vector<uint64_t> BucketCounts() const;
+  double Sum() const { return sum_.load(std::memory_order_relaxed); }
+  uint64_t Count() const { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
+  std::atomic<double> sum_{0.0};
+  std::atomic<uint64_t> count_{0};
+};
+
+// Bucket bounds start, start·factor, ... (count of them): e.g. latencies from 100 µs.
+std::vector<double> ExponentialBuckets(double start, double factor, int count);
+
 class MetricsRegistry {
  public:
   // Returns the series `name{labels}`, creating it (and its family, with `help`) on first use;
@@ -70,6 +95,10 @@ class MetricsRegistry {
                               const Labels& labels = {});
   Result<Gauge*> GetGauge(std::string_view name, std::string_view help,
                           const Labels& labels = {});
+  // A histogram series; `bounds` must be ascending and finite (InvalidArgument), and a family's
+  // series share the bounds of its first one (later calls' bounds are ignored).
+  Result<Histogram*> GetHistogram(std::string_view name, std::string_view help,
+                                  const std::vector<double>& bounds, const Labels& labels = {});
 
   // Adds a callback run at the start of every Render() (outside the registry lock, so it may
   // call GetGauge/GetCounter), e.g. to refresh gauges computed on demand.
@@ -80,12 +109,13 @@ class MetricsRegistry {
   std::string Render();
 
  private:
-  enum class Type { kCounter, kGauge };
+  enum class Type { kCounter, kGauge, kHistogram };
   struct Family {
     Type type;
     std::string help;
     std::map<std::string, std::unique_ptr<Counter>> counters;  // key: rendered label text
     std::map<std::string, std::unique_ptr<Gauge>> gauges;
+    std::map<std::string, std::unique_ptr<Histogram>> histograms;
   };
   Result<Family*> GetFamily(std::string_view name, std::string_view help, Type type);
 

@@ -116,4 +116,35 @@ TEST(PrometheusTest, FormatSampleValue) {
 }
 
 }  // namespace
+
+TEST(PrometheusTest, HistogramRendersCumulativeBuckets) {
+  MetricsRegistry reg;
+  Histogram* h = *reg.GetHistogram("lat_seconds", "Latency.", {0.1, 1}, {{"route", "p"}});
+  for (double v : {0.05, 0.1, 0.5, 3.0}) h->Observe(v);  // 0.1 falls into le="0.1" (le is inclusive)
+  h->Observe(std::nan(""));                              // ignored
+  Histogram* plain = *reg.GetHistogram("rows", "Rows.", {8});
+  plain->Observe(2);
+  EXPECT_EQ(reg.Render(),
+            "# HELP lat_seconds Latency.\n"
+            "# TYPE lat_seconds histogram\n"
+            "lat_seconds_bucket{route=\"p\",le=\"0.1\"} 2\n"
+            "lat_seconds_bucket{route=\"p\",le=\"1\"} 3\n"
+            "lat_seconds_bucket{route=\"p\",le=\"+Inf\"} 4\n"
+            "lat_seconds_sum{route=\"p\"} 3.65\n"
+            "lat_seconds_count{route=\"p\"} 4\n"
+            "# HELP rows Rows.\n"
+            "# TYPE rows histogram\n"
+            "rows_bucket{le=\"8\"} 1\n"
+            "rows_bucket{le=\"+Inf\"} 1\n"
+            "rows_sum 2\n"
+            "rows_count 1\n");
+  // A second series of the family keeps the family's bounds.
+  Histogram* other = *reg.GetHistogram("lat_seconds", "Latency.", {5}, {{"route", "q"}});
+  EXPECT_EQ(other->bounds(), (std::vector<double>{0.1, 1}));
+  EXPECT_EQ(reg.GetHistogram("bad", "h", {1, 1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.GetCounter("rows", "h").status(),
+            InvalidArgumentError("metric 'rows' is already registered as a histogram"));
+  EXPECT_EQ(ExponentialBuckets(0.5, 2, 3), (std::vector<double>{0.5, 1, 2}));
+}
+
 }  // namespace rectrain::http
