@@ -212,6 +212,16 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     return OkStatus();
   }
 
+  Status ForEachRow(const RowVisitor& fn) const override {
+    for (const auto& sh : shards_) {
+      sh->index.ForEach([&](uint64_t id, float* row) {
+        fn(id, RowUpdates(row), std::span<const float>(row + kMetaFloats, static_cast<size_t>(dim_)));
+      });
+    }
+    return OkStatus();
+  }
+  std::span<const float> OovWeights() const override { return {oov_.data(), static_cast<size_t>(dim_)}; }
+
   TableStats Stats() const override {
     TableStats s;
     s.rows = rows_.load(std::memory_order_relaxed);

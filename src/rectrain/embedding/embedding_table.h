@@ -115,6 +115,16 @@ class EmbeddingTable {
 
   virtual TableStats Stats() const = 0;
 
+  // The weights (no optimizer state) of every admitted row, in no particular order: fn(id,
+  // update count, weights[dim]); then OovWeights(), the row unknown ids read. For exporting a
+  // serving model; must not run concurrently with Pull/Push/Load.
+  using RowVisitor = std::function<void(uint64_t id, uint32_t updates, std::span<const float> weights)>;
+  [[nodiscard]] virtual Status ForEachRow(const RowVisitor& fn) const {
+    (void)fn;
+    return UnimplementedError("this embedding table cannot list its rows");
+  }
+  virtual std::span<const float> OovWeights() const { return {}; }
+
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:
   // docs/formats/checkpoint-embedding.md), atomically (temp file + rename) with a checksum.
   [[nodiscard]] virtual Status Save(const std::string& path) const = 0;
