@@ -326,6 +326,19 @@ class TextBatchReader final : public BatchReader {
     if (rejects_ != nullptr) std::fclose(rejects_);
   }
 
+  Result<RowLayout> row_layout() const override {
+    RowLayout layout{.format = plan_.format};
+    if (plan_.header || plan_.format == "parquet") {
+      for (const auto& c : plan_.columns) layout.header.push_back(c.name);
+    }
+    for (const auto* features : {&plan_.dense, &plan_.sparse}) {
+      for (const internal::FeaturePlan& f : *features) {
+        if (f.stats_step >= 0) layout.stats.push_back(f.stats);
+      }
+    }
+    return layout;
+  }
+
   Result<std::optional<Batch>> Next() override {
     return internal::NextFromQueue(queue_, &latched_, &finished_, &stats_, stats_mu_);
   }
@@ -657,7 +670,9 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     return plan.status();
   }
   if (!stats_pass && plan->NeedsStats()) {
-    Result<std::vector<FeatureStats>> stats = internal::ComputeFeatureStats(config, options, *plan);
+    Result<std::vector<FeatureStats>> stats = config.feature_stats.has_value()
+                                                  ? internal::CheckFrozenStats(*plan, *config.feature_stats)
+                                                  : internal::ComputeFeatureStats(config, options, *plan);
     if (!stats.ok()) return stats.status().WithContext("while computing feature statistics (standardize, quantiles)");
     internal::FillStats(&plan.value(), *stats);
   }
@@ -734,6 +749,10 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
 }
 
 }  // namespace
+
+Result<RowLayout> BatchReader::row_layout() const {
+  return FailedPreconditionError("this reader does not parse files (a sample cache); open the data files with data.cache: off");
+}
 
 namespace internal {
 Result<std::unique_ptr<BatchReader>> OpenParsingReader(const DataConfig& config,

@@ -33,6 +33,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/data/batch.h"
+#include "rectrain/data/transform.h"
 
 namespace rectrain::data {
 
@@ -80,6 +81,9 @@ struct DataConfig {
   // Added by the sample cache (data/cache.h): off | auto (read the matching cache when one
   // exists) | build (write it first when missing). Format "cache" reads cache files as input.
   std::string cache = "auto";
+  // Frozen statistics (an exported serving model's, data/row_parser.h): when set, the
+  // standardize / quantiles steps use these, in FeatureStatistics() order, instead of a stats pass.
+  std::optional<std::vector<FeatureStats>> feature_stats;
 };
 
 struct ReadOptions {
@@ -115,6 +119,16 @@ struct ReaderStats {
   int64_t queue_depth = 0;         // batches ready in the prefetch queue when Stats() was called
 };
 
+// What parsing a single row as a reader does needs beyond the config (data/row_parser.h): the
+// input's column names when the files give them (a csv/tsv header; a Parquet schema), and the
+// statistics of the standardize / quantiles steps (dense features first, then sparse, in schema
+// order), as computed from data.train.
+struct RowLayout {
+  std::string format;               // the resolved format: criteo, csv, tsv, libsvm, libffm, parquet
+  std::vector<std::string> header;  // empty when the format fixes the columns (criteo, libsvm)
+  std::vector<FeatureStats> stats;
+};
+
 class BatchReader {
  public:
   virtual ~BatchReader() = default;
@@ -130,6 +144,9 @@ class BatchReader {
   // Names of the dense and sparse fields in Batch order.
   virtual const std::vector<std::string>& dense_names() const = 0;
   virtual const std::vector<std::string>& sparse_names() const = 0;
+  // Added for serving: the row layout of a reader that parses files; a sample-cache reader has
+  // none (FailedPrecondition: open the files with data.cache: off).
+  virtual Result<RowLayout> row_layout() const;
 };
 
 // Opens the files and checks them up front (missing/empty file, glob matching nothing, directory,

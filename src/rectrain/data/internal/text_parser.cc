@@ -637,6 +637,19 @@ void FillStats(ParsePlan* plan, const std::vector<FeatureStats>& stats) {
   }
 }
 
+Result<std::vector<FeatureStats>> CheckFrozenStats(const ParsePlan& plan, const std::vector<FeatureStats>& stats) {
+  size_t wanted = 0;
+  for (const auto* features : {&plan.dense, &plan.sparse}) {
+    for (const FeaturePlan& f : *features) wanted += f.stats_step >= 0 ? 1 : 0;
+  }
+  if (wanted != stats.size()) {
+    return InvalidArgumentError("the frozen feature statistics cover " + std::to_string(stats.size()) +
+                                " features, but the config has " + std::to_string(wanted) +
+                                " with a standardize or quantiles step (re-export the model)");
+  }
+  return stats;
+}
+
 void RowBlock::Reset() {
   rows = 0;
   bad.clear();

@@ -148,6 +148,9 @@ Result<ParsePlan> BuildPlan(const DataConfig& config,
 // Sets the feature statistics (from a stats pass) and rebuilds the tables that depend on them.
 // `stats[i]` belongs to the i-th feature with a stats step, in dense-then-sparse order.
 void FillStats(ParsePlan* plan, const std::vector<FeatureStats>& stats);
+// `stats` (frozen, DataConfig::feature_stats) if it has one entry per feature of `plan` with a
+// stats step; else InvalidArgument naming both counts.
+Result<std::vector<FeatureStats>> CheckFrozenStats(const ParsePlan& plan, const std::vector<FeatureStats>& stats);
 
 // Splits a header line into column names (same quoting rules as data rows).
 std::vector<std::string> SplitHeader(std::string_view line, char delimiter, bool quoting);
