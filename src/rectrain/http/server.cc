@@ -200,7 +200,10 @@ struct Server::Impl {
                                    "serve other names"));
       return HR::Handled;
     }
-    bool protected_route = req.path == "/metrics" || req.path.starts_with("/api/");
+    bool protected_route = req.path == "/metrics" || req.path.starts_with("/api/") ||
+                           std::any_of(options.routes.begin(), options.routes.end(), [&](const Route& r) {
+                             return !r.public_route && r.path == req.path;
+                           });
     if (protected_route && !Authorized(req)) {
       res.set_header("WWW-Authenticate", "Bearer");
       internal::SendError(res, PermissionDeniedError(
@@ -366,6 +369,22 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
     }
     res.set_content(self->registry->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
+  for (const Route& route : impl->options.routes) {
+    if (route.method != "GET" && route.method != "POST") {
+      return InvalidArgumentError("route " + route.path + ": method must be GET or POST, not " + route.method);
+    }
+    auto handler = [&route](const httplib::Request& req, httplib::Response& res) {
+      const std::string content_type = req.get_header_value("Content-Type");
+      RouteReply reply = route.handler(RouteRequest{req.body, content_type});
+      res.status = reply.status;
+      res.set_content(std::move(reply.body), reply.content_type.c_str());
+    };
+    if (route.method == "GET") {
+      svr.Get(route.path, handler);
+    } else {
+      svr.Post(route.path, handler);
+    }
+  }
   internal::RegisterApiRoutes(svr, store, options);
   svr.Get(".*", [self](const httplib::Request& req, httplib::Response& res) {
     self->ServeStatic(req, res);

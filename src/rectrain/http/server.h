@@ -39,9 +39,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
@@ -49,6 +51,25 @@
 #include "rectrain/track/tracking_store.h"
 
 namespace rectrain::http {
+
+// A route added by the process that runs the server (`rectrain serve`: /v1/predict, /readyz,
+// ...): an exact path, answered by `handler` on a handler thread. It passes the same gate as
+// /api/* (rate limit, body size, Host check, and the token unless `public_route`).
+struct RouteRequest {
+  std::string_view body;
+  std::string_view content_type;
+};
+struct RouteReply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+struct Route {
+  std::string method;  // GET | POST
+  std::string path;    // exact, e.g. "/v1/predict"
+  std::function<RouteReply(const RouteRequest&)> handler;
+  bool public_route = false;  // true: no token needed (health and readiness probes)
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -63,6 +84,7 @@ struct ServerOptions {
   // Log files (artifacts of kind "log") are served by /api/runs/{id}/log only if they resolve
   // to a path under this directory (the workspace); "" = never.
   std::string artifact_root;
+  std::vector<Route> routes;             // extra routes (see Route); matched before static files
 };
 
 class Server {
