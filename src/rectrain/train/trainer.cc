@@ -1223,6 +1223,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
     report.has_oracle =
         OracleFromProbFiles(options.files, split.accumulator().labels(), compute, &report.oracle, &report.oracle_note);
   }
+  report.probs = split.accumulator().probs();
   report.seconds = sw.Seconds();
   return report;
 }

@@ -122,6 +122,7 @@ struct EvalReport {
   std::string oracle_note;          // why the oracle is missing, when a .prob file was unusable
   std::string data_source;          // "sample cache PATH (...)" when a sample cache was read, else ""
   double seconds = 0;
+  std::vector<float> probs;         // CTR models: each row's probability (of the label's task), file order
 };
 
 // Evaluates the final model of a run directory on `files`.
