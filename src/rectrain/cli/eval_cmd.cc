@@ -1,4 +1,5 @@
 // `rectrain eval`: evaluates a run's final model on data files.
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -7,6 +8,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/io/file.h"
 #include "rectrain/train/trainer.h"
 
 namespace rectrain::cli {
@@ -16,6 +18,7 @@ int RunEval(const std::vector<std::string>& args) {
   train::EvalOptions options;
   bool json = false;
   int64_t threads = 0;
+  std::string predictions_path;
   FlagParser flags(kCmd, "RUN_DIR --data FILE [--data FILE ...] [--group-key COL] [--json]",
                    "Loads RUN_DIR/model (with RUN_DIR/config.yaml) and prints AUC, logloss, GAUC (with\n"
                    "a group key), calibration and NE on the data; when every FILE has a FILE.prob\n"
@@ -25,6 +28,7 @@ int RunEval(const std::vector<std::string>& args) {
   flags.String("group-key", &options.group_key, "column for GAUC (e.g. a user id)");
   flags.Int("threads", &threads, "compute threads (default: the run's)");
   flags.Bool("json", &json, "print JSON instead of text");
+  flags.String("predictions", &predictions_path, "also write each row's probability (file order, one per line)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
@@ -36,6 +40,20 @@ int RunEval(const std::vector<std::string>& args) {
   auto report = train::EvaluateRun(options);
   if (!report.ok()) return ReportError(kCmd, report.status());
   const train::EvalMetrics& m = report->metrics;
+  if (!predictions_path.empty()) {
+    // The shortest text that reads back as the same float: `rectrain serve` writes the same.
+    std::string text;
+    char buf[32];
+    for (float p : report->probs) {
+      auto [e, ec] = std::to_chars(buf, buf + sizeof(buf), p);
+      text.append(buf, e);
+      text += '\n';
+    }
+    auto w = io::AtomicFileWriter::Create(predictions_path);
+    Status st = w.ok() ? (*w)->Append(text) : w.status();
+    if (st.ok()) st = (*w)->Commit();
+    if (!st.ok()) return ReportError(kCmd, st.WithContext("--predictions"));
+  }
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   if (json) {
     nlohmann::json j = {{"rows", m.rows},      {"positives", m.positives}, {"auc", num(m.auc)},

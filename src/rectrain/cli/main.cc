@@ -41,6 +41,9 @@ const char kUsage[] =
     "  data gen     generate a synthetic Criteo-format dataset with a known truth (FILE.prob)\n"
     "  train        train a model from a YAML config (docs/config.md)\n"
     "  eval         evaluate a run's final model on data files\n"
+    "  export       write a run's final model as a versioned serving model (docs/serving.md)\n"
+    "  serve        serve a model over HTTP/JSON: micro-batching, hot reload, /metrics\n"
+    "  predict      score data files offline with a serving model\n"
     "  tune         search hyperparameters: parallel trials, ASHA / median stopping, TPE (docs/tune.md)\n"
     "  doctor       check a machine or every rank of an MPI allocation before a long job\n"
     "  runs         list, show, compare, delete and export tracked runs\n"
@@ -66,6 +69,9 @@ const std::atomic<int>* InstallStopHandlers() {
 int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "train") return RunTrain(rest);
   if (cmd == "eval") return RunEval(rest);
+  if (cmd == "export") return RunExport(rest);
+  if (cmd == "serve") return RunServe(rest);
+  if (cmd == "predict") return RunPredict(rest);
   if (cmd == "tune") return RunTune(rest);
   if (cmd == "doctor") return RunDoctor(rest);
   if (cmd == "quickstart") return RunQuickstart(rest);
@@ -89,7 +95,7 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
                                                              "\"; available: gen, check, stats, cache, convert"));
   }
   std::string msg = "unknown command \"" + cmd + "\"";
-  const char* known[] = {"data", "train", "tune", "eval", "doctor", "quickstart", "runs", "ui", "help"};
+  const char* known[] = {"data", "train", "tune", "eval", "export", "serve", "predict", "doctor", "quickstart", "runs", "ui", "help"};
   for (const char* k : known) {
     if (config::EditDistance(cmd, k) <= 2) {
       msg += "; did you mean " + std::string(k) + "?";

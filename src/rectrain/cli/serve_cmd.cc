@@ -1,0 +1,86 @@
+// `rectrain serve`: HTTP/JSON scoring with micro-batching and hot reload (serve/service.h,
+// docs/serving.md).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+
+#include "rectrain/cli/commands.h"
+#include "rectrain/cli/exit_codes.h"
+#include "rectrain/cli/flags.h"
+#include "rectrain/http/prometheus.h"
+#include "rectrain/http/server.h"
+#include "rectrain/serve/service.h"
+
+namespace rectrain::cli {
+
+int RunServe(const std::vector<std::string>& args) {
+  const char* kCmd = "rectrain serve";
+  serve::ServiceOptions so;
+  std::string host = "127.0.0.1", token;
+  int64_t port = 8500, threads = 2, http_threads = 16, max_batch = so.max_batch_rows, max_wait_us = 1000,
+          max_rows = so.max_request_rows, poll_ms = 2000, max_body = 32 << 20;
+  bool no_verify = false;
+  FlagParser flags(kCmd, "MODEL_PATH [--port P] [--host H --token T] [--max-batch N] [--max-wait-us U]",
+                   "Serves MODEL_PATH (a model written by rectrain export, or a directory of numbered\n"
+                   "versions: the highest complete one is served, and newer ones load in the background\n"
+                   "and replace it without failing a request). POST /v1/predict, POST /v1/reload,\n"
+                   "GET /v1/model, /readyz, /healthz, /metrics. Stops on SIGINT/SIGTERM.");
+  flags.Positional("MODEL_PATH", &so.model_path, true, "model directory or directory of versions");
+  flags.Int("port", &port, "port (default 8500; 0: any free port)");
+  flags.String("host", &host, "bind address (default 127.0.0.1; any other needs --token)");
+  flags.String("token", &token, "bearer token required off loopback (>= 16 characters; or $RECTRAIN_SERVE_TOKEN)");
+  flags.Int("threads", &threads, "compute threads for scoring (default 2)");
+  flags.Int("http-threads", &http_threads, "connection threads (default 16: concurrent keep-alive clients)");
+  flags.Int("max-batch", &max_batch, "rows scored together at most (default 512)");
+  flags.Int("max-wait-us", &max_wait_us, "how long a request waits for others to batch with (default 1000)");
+  flags.Int("max-request-rows", &max_rows, "rows per request at most (default 10000; more: 413)");
+  flags.Int("max-body-bytes", &max_body, "request body limit (default 32 MiB; more: 413)");
+  flags.Int("poll-ms", &poll_ms, "how often a versions directory is checked (default 2000; 0: only on /v1/reload)");
+  flags.Bool("no-verify", &no_verify, "skip the checksum pass when loading (faster cold start; sizes are still checked)");
+  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (token.empty()) {
+    if (const char* t = std::getenv("RECTRAIN_SERVE_TOKEN")) token = t;
+  }
+  so.threads = static_cast<int>(threads);
+  so.max_batch_rows = max_batch;
+  so.max_wait_ms = static_cast<double>(max_wait_us) / 1000.0;
+  so.max_request_rows = max_rows;
+  so.poll_seconds = static_cast<double>(poll_ms) / 1000.0;
+  so.verify_checksums = !no_verify;
+  // Signals are taken by sigwait below: block them before any thread starts (threads inherit it).
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  http::MetricsRegistry registry;
+  if (Status s = http::RegisterProcessMetrics(registry); !s.ok()) return ReportError(kCmd, s);
+  auto service = serve::ModelService::Start(so, &registry);
+  if (!service.ok()) return ReportError(kCmd, service.status());
+  http::ServerOptions ho;
+  ho.host = host;
+  ho.port = static_cast<int>(port);
+  ho.token = token;
+  ho.num_threads = static_cast<int>(http_threads);
+  ho.max_body_bytes = max_body;
+  ho.rate_limit_per_s = 0;  // a model server is load-tested and fronted by its own balancer
+  ho.routes = (*service)->Routes();
+  auto server = http::Server::Start(ho, &registry, nullptr);
+  if (!server.ok()) return ReportError(kCmd, server.status());
+  std::printf("rectrain serve: %s (model version %lld); POST %s/v1/predict\n", (*server)->url().c_str(),
+              static_cast<long long>((*service)->version()), (*server)->url().c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::fprintf(stderr, "rectrain serve: signal %d, stopping\n", sig);
+  (*server)->Stop();
+  (*service)->Stop();
+  return 0;
+}
+
+}  // namespace rectrain::cli

@@ -1,0 +1,144 @@
+// rectrain/serve/export.cc: see export.h.
+#include "rectrain/serve/export.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "rectrain/base/stopwatch.h"
+#include "rectrain/io/file.h"
+#include "rectrain/train/checkpoint.h"
+#include "rectrain/train/trained_model.h"
+
+namespace rectrain::serve {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string UtcNow() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int64_t VersionFromName(const std::string& dir) {
+  const std::string name = fs::path(dir).lexically_normal().filename().string();
+  if (name.empty() || name.size() > 18 || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return 1;
+  }
+  return std::stoll(name);
+}
+
+Status WriteText(const std::string& path, std::string_view text) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::AtomicFileWriter> w, io::AtomicFileWriter::Create(path));
+  RECTRAIN_RETURN_IF_ERROR(w->Append(text));
+  return w->Commit();
+}
+
+}  // namespace
+
+Result<ExportReport> ExportRun(const ExportOptions& o) {
+  Stopwatch sw;
+  std::error_code ec;
+  if (o.out_dir.empty()) return InvalidArgumentError("--out DIR is required");
+  if (fs::exists(o.out_dir, ec) && !o.overwrite) {
+    return AlreadyExistsError(o.out_dir + " already exists (choose a new version directory, or pass --force)");
+  }
+  if (o.min_count < 0) return InvalidArgumentError("--min-count must be >= 0");
+  RECTRAIN_ASSIGN_OR_RETURN(train::TrainedModel t, train::LoadTrainedModel(o.run_dir, o.threads));
+  ExportReport report;
+  Manifest& m = report.manifest;
+  m.version = o.version > 0 ? o.version : VersionFromName(o.out_dir);
+  m.created = UtcNow();
+  m.model_type = t.config.config.model.type;
+  m.trained_steps = t.meta.step;
+  m.source_run = o.run_dir;
+  m.min_count = o.min_count;
+  m.layout = t.layout;
+  m.dense_names = t.dense_names;
+  m.sparse_names = t.sparse_names;
+  m.task_names = t.task_names;
+  m.feature_columns = t.feature_columns;
+  m.negative_downsampling = t.config.config.data.negative_downsampling;
+
+  // Written beside the final directory, then renamed onto it: a watcher never sees half a model.
+  const fs::path out = fs::path(o.out_dir).lexically_normal();
+  if (!out.parent_path().empty()) fs::create_directories(out.parent_path(), ec);
+  const std::string tmp = out.string() + ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp + "/tables", ec)) {
+    return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");
+  }
+  auto cleanup = [&](Status s) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    return s;
+  };
+  Status st = WriteText(tmp + "/config.yaml", t.config_yaml);
+  if (st.ok()) st = train::WriteDenseFile(tmp + "/dense.bin", t.model->Params(), {});
+  if (!st.ok()) return cleanup(st);
+  for (const auto& table : t.tables) {
+    const int dim = table->dim();
+    std::vector<uint64_t> ids;
+    std::vector<float> weights;
+    int64_t dropped = 0;
+    st = table->ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
+      if (static_cast<int64_t>(updates) < o.min_count) {
+        ++dropped;
+        return;
+      }
+      ids.push_back(id);
+      weights.insert(weights.end(), w.begin(), w.end());
+    });
+    if (!st.ok()) return cleanup(st);
+    // Rows in id order: the file is the same whatever the table's shard layout was.
+    std::vector<size_t> order(ids.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+    std::vector<uint64_t> sorted_ids(ids.size());
+    std::vector<float> sorted_w(weights.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted_ids[i] = ids[order[i]];
+      std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(order[i] * dim), dim, sorted_w.begin() + static_cast<std::ptrdiff_t>(i * dim));
+    }
+    PackageTable pt;
+    pt.name = table->config().name;
+    pt.dim = dim;
+    pt.type = o.row_type;
+    pt.rows = static_cast<int64_t>(sorted_ids.size()) + 1;
+    pt.dropped = dropped;
+    const std::string rel = "tables/" + pt.name + ".rows";
+    st = WriteTableFile(tmp + "/" + rel, dim, o.row_type, sorted_ids, sorted_w, table->OovWeights());
+    if (!st.ok()) return cleanup(st);
+    pt.file.path = rel;
+    m.tables.push_back(std::move(pt));
+    report.rows_kept += static_cast<int64_t>(sorted_ids.size());
+    report.rows_dropped += dropped;
+  }
+  // Sizes and checksums last, from the files as written.
+  auto describe = [&](PackageFile* f, const std::string& rel) -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(*f, DescribeFile(tmp, rel));
+    report.bytes += f->bytes;
+    return OkStatus();
+  };
+  st = describe(&m.config, "config.yaml");
+  if (st.ok()) st = describe(&m.dense, "dense.bin");
+  for (auto& pt : m.tables) {
+    if (st.ok()) st = describe(&pt.file, pt.file.path);
+  }
+  if (st.ok()) st = WriteText(tmp + "/manifest.json", ManifestToJson(m));
+  if (!st.ok()) return cleanup(st);
+  if (o.overwrite) fs::remove_all(out, ec);
+  fs::rename(tmp, out, ec);
+  if (ec) return cleanup(ErrnoToStatus(ec.value(), "cannot rename " + tmp + " to " + out.string()));
+  report.seconds = sw.Seconds();
+  return report;
+}
+
+}  // namespace rectrain::serve

@@ -1,0 +1,62 @@
+// rectrain/serve/mapped_table.h: a serving model's embedding table, read-only and memory-mapped
+// from its table file (model_package.h). Only the pages of rows that requests touch are read in,
+// so a model larger than free memory still serves, and the processes serving one file share its
+// pages. An id without a row (never trained, or left out by the export's min_count) reads the
+// OOV row, as evaluation does.
+//
+// It implements embedding::EmbeddingTable so that ps::MakeLocalStore and the model run on it
+// exactly as in `rectrain eval`: Pull(kEval) only; kTrain, Push, Save and Load fail with
+// FailedPrecondition.
+// Thread safety: Pull may run from several threads at once (the counters are atomic).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "rectrain/base/result.h"
+#include "rectrain/embedding/embedding_table.h"
+#include "rectrain/serve/model_package.h"
+
+namespace rectrain::serve {
+
+class MappedTable final : public embedding::EmbeddingTable {
+ public:
+  // Maps `path` and checks its header against `expected` (dim, row type, rows; DataLoss naming
+  // the file otherwise). `config` names the table (its dim must match).
+  static Result<std::unique_ptr<MappedTable>> Open(const std::string& path, const PackageTable& expected,
+                                                   embedding::EmbeddingTableConfig config);
+  ~MappedTable() override;
+
+  const embedding::EmbeddingTableConfig& config() const override { return config_; }
+  Status Pull(std::span<const uint64_t> ids, embedding::PullMode mode, std::span<float> out,
+              const ComputeContext& compute) override;
+  Status Push(std::span<const uint64_t>, std::span<const float>, const optim::StepContext&,
+              const ComputeContext&) override;
+  Status PushRows(std::span<const uint64_t>, std::span<const float>, const optim::StepContext&,
+                  const ComputeContext&, std::span<float>, bool*) override;
+  Status ApplyOovGradient(std::span<const float>, const optim::StepContext&) override;
+  embedding::TableStats Stats() const override;
+  Status Save(const std::string& path) const override;
+  Status Load(const std::string& path, const embedding::LoadOptions& options) override;
+
+  // The stored row of `id`, or 0 (the OOV row) when it has none.
+  uint64_t RowOf(uint64_t id) const;
+  int64_t rows() const { return static_cast<int64_t>(rows_); }
+  int64_t mapped_bytes() const { return static_cast<int64_t>(size_); }
+
+ private:
+  MappedTable() = default;
+  embedding::EmbeddingTableConfig config_;
+  const uint8_t* base_ = nullptr;
+  size_t size_ = 0;
+  RowType type_ = RowType::kFp32;
+  int dim_ = 0;
+  uint64_t rows_ = 0, mask_ = 0, row_bytes_ = 0;
+  const uint64_t* slot_ids_ = nullptr;
+  const uint32_t* slot_rows_ = nullptr;
+  const uint8_t* row_data_ = nullptr;
+  std::atomic<int64_t> lookups_{0}, oov_lookups_{0};
+};
+
+}  // namespace rectrain::serve

@@ -1,0 +1,142 @@
+// rectrain/serve/predictor.cc: see predictor.h.
+#include "rectrain/serve/predictor.h"
+
+#include <omp.h>
+
+#include "rectrain/data/transform.h"
+#include "rectrain/io/file.h"
+#include "rectrain/nn/loss.h"
+#include "rectrain/nn/model_config.h"
+#include "rectrain/ps/embedding_store.h"
+#include "rectrain/serve/mapped_table.h"
+#include "rectrain/train/checkpoint.h"
+
+namespace rectrain::serve {
+
+struct Predictor::Impl {
+  config::TrainConfig config;
+  ComputeContext compute;
+  std::unique_ptr<nn::Model> model;
+  std::vector<std::unique_ptr<MappedTable>> tables;
+  std::unique_ptr<ps::EmbeddingStore> store;
+  bool all_dense = true;  // the model reads every dense column, in order
+  std::vector<float> dense, logits, labels;
+};
+
+Predictor::Predictor() : impl_(std::make_unique<Impl>()) {}
+Predictor::~Predictor() = default;
+
+Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const PredictorOptions& options) {
+  std::unique_ptr<Predictor> p(new Predictor());
+  p->dir_ = dir;
+  RECTRAIN_ASSIGN_OR_RETURN(p->manifest_, ReadManifest(dir));
+  const Manifest& m = p->manifest_;
+  RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, options.verify_checksums));
+  Impl& s = *p->impl_;
+  RECTRAIN_ASSIGN_OR_RETURN(std::string yaml, io::ReadFileToString(dir + "/" + m.config.path));
+  RECTRAIN_ASSIGN_OR_RETURN(config::LoadedConfig lc, config::LoadTrainConfigFromString(yaml, dir + "/" + m.config.path, {}));
+  s.config = std::move(lc.config);
+  s.compute = ComputeContext{.num_threads = std::max(1, options.threads)};
+  p->data_config_ = s.config.data;
+  p->data_config_.files.clear();
+  p->data_config_.feature_stats = m.layout.stats;
+  nn::ModelConfig mc = s.config.model;
+  mc.num_tasks = static_cast<int>(m.task_names.size());
+  RECTRAIN_ASSIGN_OR_RETURN(s.model, nn::MakeModel(mc, m.sparse_names, static_cast<int>(m.feature_columns.size()),
+                                                   s.config.embedding));
+  const auto& specs = s.model->spec().tables;
+  if (specs.size() != m.tables.size()) {
+    return InvalidArgumentError(dir + ": the model has " + std::to_string(specs.size()) + " embedding tables but the package " +
+                                std::to_string(m.tables.size()));
+  }
+  std::vector<embedding::EmbeddingTable*> raw;
+  for (size_t t = 0; t < specs.size(); ++t) {
+    if (specs[t].name != m.tables[t].name) {
+      return InvalidArgumentError(dir + ": table " + std::to_string(t) + " is '" + m.tables[t].name + "' in the package but '" +
+                                  specs[t].name + "' in the model");
+    }
+    RECTRAIN_ASSIGN_OR_RETURN(auto table, MappedTable::Open(dir + "/" + m.tables[t].file.path, m.tables[t], specs[t]));
+    raw.push_back(table.get());
+    s.tables.push_back(std::move(table));
+  }
+  RECTRAIN_RETURN_IF_ERROR(train::ReadDenseFile(dir + "/" + m.dense.path, s.model->Params(), {}))
+      << "while loading " << dir;
+  s.store = ps::MakeLocalStore(s.model->spec(), std::move(raw));
+  for (size_t i = 0; i < m.feature_columns.size(); ++i) {
+    s.all_dense = s.all_dense && m.feature_columns[i] == static_cast<int>(i);
+  }
+  s.all_dense = s.all_dense && m.feature_columns.size() == m.dense_names.size();
+  return p;
+}
+
+int Predictor::outputs_per_row() const { return impl_->model->num_outputs(); }
+
+Result<std::unique_ptr<data::RowParser>> Predictor::NewParser() const {
+  return data::RowParser::Create(data_config_, manifest_.layout);
+}
+
+Status Predictor::Predict(const data::Batch& batch, std::vector<float>* probs) {
+  Impl& s = *impl_;
+  const int outputs = s.model->num_outputs();
+  const int tasks = s.model->num_tasks();
+  const size_t n = static_cast<size_t>(batch.size);
+  probs->resize(n * static_cast<size_t>(outputs));
+  if (batch.size == 0) return OkStatus();
+  if (batch.num_dense != static_cast<int>(manifest_.dense_names.size())) {
+    return InvalidArgumentError("the batch has " + std::to_string(batch.num_dense) + " dense columns; the model reads " +
+                                std::to_string(manifest_.dense_names.size()));
+  }
+  // OpenMP regions inside the kernels size their teams from the calling thread's setting.
+  omp_set_num_threads(s.compute.num_threads);
+  RECTRAIN_RETURN_IF_ERROR(s.store->Lookup(batch, embedding::PullMode::kEval, s.compute));
+  std::span<const float> dense = batch.dense;
+  if (!s.all_dense) {
+    const size_t nd = static_cast<size_t>(batch.num_dense), nf = manifest_.feature_columns.size();
+    s.dense.resize(n * nf);
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t j = 0; j < nf; ++j) s.dense[r * nf + j] = batch.dense[r * nd + static_cast<size_t>(manifest_.feature_columns[j])];
+    }
+    dense = s.dense;
+  }
+  const nn::ForwardInput in{.batch_size = batch.size, .dense = dense, .tables = s.store->pulled(), .fields = s.store->fields(), .seed = 0};
+  s.logits.resize(n * static_cast<size_t>(outputs));
+  RECTRAIN_RETURN_IF_ERROR(s.model->Forward(in, /*training=*/false, s.logits, s.compute));
+  // The labels only feed the loss value, which is discarded: zeros.
+  s.labels.assign(n * static_cast<size_t>(tasks), 0.0f);
+  const double rate = manifest_.negative_downsampling;
+  if (outputs > tasks) {  // a classifier: softmax over the classes
+    nn::SoftmaxCrossEntropy(s.logits, outputs, std::span<const float>(s.labels.data(), n), {}, *probs, s.compute);
+  } else if (tasks > 1) {  // as rectrain eval: only the label's task was downsampled
+    if (rate < 1.0) {
+      for (size_t r = 0; r < n; ++r) s.logits[r * tasks] = static_cast<float>(data::CalibrateLogit(s.logits[r * tasks], rate));
+    }
+    const std::vector<float> weights(static_cast<size_t>(tasks), 1.0f);
+    nn::MultiTaskSigmoidCrossEntropy(s.logits, tasks, s.labels, weights, {}, *probs, {}, s.compute);
+  } else {
+    if (rate < 1.0) {
+      for (float& l : s.logits) l = static_cast<float>(data::CalibrateLogit(l, rate));
+    }
+    nn::SigmoidCrossEntropy(s.logits, s.labels, {}, *probs, s.compute);
+  }
+  return OkStatus();
+}
+
+int64_t Predictor::ids_looked_up() const {
+  int64_t n = 0;
+  for (const auto& t : impl_->tables) n += t->Stats().lookups;
+  return n;
+}
+
+int64_t Predictor::unknown_ids() const {
+  int64_t n = 0;
+  for (const auto& t : impl_->tables) n += t->Stats().oov_lookups;
+  return n;
+}
+
+int64_t Predictor::mapped_bytes() const {
+  int64_t n = 0;
+  for (const auto& t : impl_->tables) n += t->mapped_bytes();
+  return n;
+}
+
+}  // namespace rectrain::serve

@@ -1,0 +1,63 @@
+// rectrain/serve/predictor.h: a loaded serving model (model_package.h) that scores batches of
+// rows: the model built from the package's config, its dense parameters, its tables mapped from
+// the package (mapped_table.h) and served by the same local store `rectrain eval` uses, so a
+// row's probability equals eval's for it. `rectrain serve` (service.h) and `rectrain predict`
+// both score through Predict().
+//
+// Thread safety: Load and the accessors are thread-safe; Predict runs on one thread at a time
+// (the model caches activations); NewParser gives each thread its own row parser.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rectrain/base/parallel.h"
+#include "rectrain/base/result.h"
+#include "rectrain/config/train_config.h"
+#include "rectrain/data/batch.h"
+#include "rectrain/data/row_parser.h"
+#include "rectrain/serve/model_package.h"
+
+namespace rectrain::serve {
+
+struct PredictorOptions {
+  int threads = 2;               // compute threads of Predict
+  bool verify_checksums = true;  // read every file once to check its XXH64 before mapping it
+};
+
+class Predictor {
+ public:
+  // Loads the package in `dir`. Errors: NotFound (no manifest), DataLoss (a missing, truncated
+  // or corrupt file, naming it), InvalidArgument (a package the model config contradicts).
+  static Result<std::unique_ptr<Predictor>> Load(const std::string& dir, const PredictorOptions& options);
+  ~Predictor();
+
+  const Manifest& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
+  // Probabilities per row: one per task (CTR and multi-task models) or per class (model.num_classes).
+  int outputs_per_row() const;
+  // The training data config with the package's frozen layout (for readers of files to score).
+  const data::DataConfig& data_config() const { return data_config_; }
+  Result<std::unique_ptr<data::RowParser>> NewParser() const;
+
+  // Scores `batch` (rows in this model's layout) into probs[batch.size × outputs_per_row()]:
+  // sigmoid outputs calibrated for negative downsampling as in `rectrain eval`, or softmax
+  // class probabilities. InvalidArgument when the batch's columns do not match the model.
+  Status Predict(const data::Batch& batch, std::vector<float>* probs);
+
+  // Embedding ids looked up and those that read the OOV row, over every Predict so far.
+  int64_t ids_looked_up() const;
+  int64_t unknown_ids() const;
+  int64_t mapped_bytes() const;
+
+ private:
+  struct Impl;
+  Predictor();
+  Manifest manifest_;
+  std::string dir_;
+  data::DataConfig data_config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rectrain::serve

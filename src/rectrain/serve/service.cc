@@ -1,0 +1,549 @@
+// rectrain/serve/service.cc: see service.h.
+#include "rectrain/serve/service.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "rectrain/base/stopwatch.h"
+#include "rectrain/serve/predictor.h"
+
+namespace rectrain::serve {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string FieldText(const json& v, bool* ok) {
+  *ok = true;
+  switch (v.type()) {
+    case json::value_t::string: return v.get<std::string>();
+    case json::value_t::number_integer: return std::to_string(v.get<int64_t>());
+    case json::value_t::number_unsigned: return std::to_string(v.get<uint64_t>());
+    case json::value_t::number_float: {
+      char buf[32];
+      auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v.get<double>());
+      return std::string(buf, p);
+    }
+    default: *ok = false; return {};
+  }
+}
+
+std::string_view TypeName(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::boolean: return "a boolean";
+    default: return "a value of another type";
+  }
+}
+
+std::string ColumnList(const std::vector<std::string>& cols) {
+  std::string out;
+  for (size_t i = 0; i < cols.size() && i < 12; ++i) out += (i ? ", " : "") + cols[i];
+  if (cols.size() > 12) out += ", ... (" + std::to_string(cols.size()) + " in all)";
+  return out;
+}
+
+http::RouteReply JsonReply(int status, const json& j) { return {status, j.dump() + "\n", "application/json"}; }
+
+http::RouteReply ErrorReply(const Status& s) { return {http::HttpStatusForCode(s.code()), http::ErrorJson(s), "application/json"}; }
+
+// Appends src's rows to dst (same columns).
+void AppendRows(const data::Batch& src, data::Batch* dst) {
+  if (dst->size == 0) {
+    *dst = src;
+    return;
+  }
+  dst->labels.insert(dst->labels.end(), src.labels.begin(), src.labels.end());
+  dst->dense.insert(dst->dense.end(), src.dense.begin(), src.dense.end());
+  for (size_t f = 0; f < dst->sparse.size(); ++f) {
+    data::SparseColumn& d = dst->sparse[f];
+    const data::SparseColumn& s = src.sparse[f];
+    if (!d.offsets.empty()) {
+      const int32_t base = d.offsets.back();
+      for (size_t r = 1; r < s.offsets.size(); ++r) d.offsets.push_back(base + s.offsets[r]);
+    }
+    d.ids.insert(d.ids.end(), s.ids.begin(), s.ids.end());
+  }
+  dst->size += src.size;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, const data::RowParser& parser,
+                                                     int64_t max_rows) {
+  // A valid request nests 3 deep; refuse deep nesting before the parser builds it.
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > 16) return InvalidArgumentError("the body nests deeper than 16 levels; a request is {\"rows\": [{...}]}");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return InvalidArgumentError("the body must be a JSON object with \"rows\" or \"lines\"");
+  const bool has_rows = j.contains("rows"), has_lines = j.contains("lines");
+  if (has_rows == has_lines) {
+    return InvalidArgumentError("give exactly one of \"rows\" (objects by column name) or \"lines\" (rows in the training layout)");
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key != "rows" && key != "lines") return InvalidArgumentError("unknown key \"" + key + "\" (expected \"rows\" or \"lines\")");
+  }
+  const json& list = has_rows ? j["rows"] : j["lines"];
+  const char* what = has_rows ? "rows" : "lines";
+  if (!list.is_array()) return InvalidArgumentError(std::string("\"") + what + "\" must be an array");
+  if (static_cast<int64_t>(list.size()) > max_rows) {
+    return ResourceExhaustedError("the request has " + std::to_string(list.size()) + " rows; at most " +
+                                  std::to_string(max_rows) + " per request (--max-request-rows)");
+  }
+  std::vector<std::string> lines;
+  lines.reserve(list.size());
+  if (has_lines) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string()) {
+        return InvalidArgumentError("lines[" + std::to_string(i) + "]: expected a string, got " + std::string(TypeName(list[i])));
+      }
+      lines.push_back(list[i].get<std::string>());
+    }
+    return lines;
+  }
+  if (!parser.has_named_columns()) {
+    return InvalidArgumentError("this model's data format has no named columns: send \"lines\"");
+  }
+  const std::vector<std::string>& cols = parser.columns();
+  std::unordered_map<std::string_view, size_t> index;
+  for (size_t c = 0; c < cols.size(); ++c) index.emplace(cols[c], c);
+  std::vector<std::string> values(cols.size());
+  std::vector<std::optional<std::string_view>> fields(cols.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "rows[" + std::to_string(i) + "]";
+    if (!list[i].is_object()) {
+      return InvalidArgumentError(where + ": expected an object of column: value, got " + std::string(TypeName(list[i])));
+    }
+    std::fill(fields.begin(), fields.end(), std::nullopt);
+    for (const auto& [key, value] : list[i].items()) {
+      auto it = index.find(key);
+      if (it == index.end()) {
+        return InvalidArgumentError(where + ": unknown field \"" + key + "\"; the model's columns are " + ColumnList(cols));
+      }
+      if (value.is_null()) continue;  // a missing value
+      bool ok = false;
+      values[it->second] = FieldText(value, &ok);
+      if (!ok) {
+        return InvalidArgumentError(where + "." + key + ": expected a string, a number or null, got " + std::string(TypeName(value)));
+      }
+      fields[it->second] = values[it->second];
+    }
+    Result<std::string> line = parser.LineFromFields(fields);
+    if (!line.ok()) return line.status().WithContext(where);
+    lines.push_back(std::move(line).value());
+  }
+  return lines;
+}
+
+// A loaded version with the row parsers of its layout (one per handler thread in use).
+struct Loaded {
+  std::unique_ptr<Predictor> predictor;
+  int64_t version = 0;
+  std::mutex parsers_mu;
+  std::vector<std::unique_ptr<data::RowParser>> parsers;  // idle ones
+
+  Result<std::unique_ptr<data::RowParser>> TakeParser() {
+    {
+      std::lock_guard lock(parsers_mu);
+      if (!parsers.empty()) {
+        auto p = std::move(parsers.back());
+        parsers.pop_back();
+        return p;
+      }
+    }
+    return predictor->NewParser();
+  }
+  void GiveParser(std::unique_ptr<data::RowParser> p) {
+    std::lock_guard lock(parsers_mu);
+    parsers.push_back(std::move(p));
+  }
+};
+
+struct Pending {
+  std::shared_ptr<Loaded> model;
+  const data::Batch* batch = nullptr;
+  Clock::time_point enqueued;
+  std::promise<Status> done;
+  std::vector<float>* probs = nullptr;  // filled before done is set
+};
+
+struct Metrics {
+  http::MetricsRegistry* registry = nullptr;
+  http::Histogram* latency = nullptr;
+  http::Histogram* batch_rows = nullptr;
+  http::Gauge* version = nullptr;
+  http::Gauge* ready = nullptr;
+  http::Counter* rows = nullptr;
+  http::Counter* ids = nullptr;
+  http::Counter* unknown = nullptr;
+  http::Counter* reload_ok = nullptr;
+  http::Counter* reload_failed = nullptr;
+
+  void Request(int code) {
+    if (registry == nullptr) return;
+    if (auto c = registry->GetCounter("rectrain_serve_requests_total", "Prediction requests by HTTP status.",
+                                      {{"code", std::to_string(code)}});
+        c.ok()) {
+      (*c)->Increment();
+    }
+  }
+};
+
+struct ModelService::Impl {
+  ServiceOptions options;
+  Metrics metrics;
+  bool versions_dir = false;
+
+  mutable std::mutex model_mu;
+  std::shared_ptr<Loaded> current;  // guarded by model_mu
+  std::mutex reload_mu;             // one load at a time
+  std::map<std::string, fs::file_time_type> refused;  // version dirs that failed, by mtime
+
+  std::mutex queue_mu;
+  std::condition_variable queue_cv;
+  std::deque<Pending*> queue;  // guarded by queue_mu
+  bool stopping = false;
+  std::thread scorer, watcher;
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+
+  std::ostream& log() const { return options.log != nullptr ? *options.log : std::cerr; }
+
+  std::shared_ptr<Loaded> Current() const {
+    std::lock_guard lock(model_mu);
+    return current;
+  }
+
+  // The newest complete version directory: (number, path); number -1 when there is none.
+  std::pair<int64_t, std::string> NewestVersion() const {
+    std::pair<int64_t, std::string> best{-1, ""};
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(options.model_path, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name.size() > 18 || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+      if (!fs::exists(e.path() / "manifest.json", ec)) continue;
+      const int64_t v = std::stoll(name);
+      if (v > best.first) best = {v, e.path().string()};
+    }
+    return best;
+  }
+
+  Status LoadAndSwap(const std::string& dir, bool* reloaded) {
+    Stopwatch sw;
+    PredictorOptions po{.threads = options.threads, .verify_checksums = options.verify_checksums};
+    Result<std::unique_ptr<Predictor>> p = Predictor::Load(dir, po);
+    if (!p.ok()) {
+      if (metrics.reload_failed) metrics.reload_failed->Increment();
+      log() << "rectrain serve: refused " << dir << ": " << p.status().ToString() << " (still serving version "
+            << (Current() ? std::to_string(Current()->version) : std::string("none")) << ")\n";
+      return p.status();
+    }
+    auto loaded = std::make_shared<Loaded>();
+    loaded->version = (*p)->manifest().version;
+    loaded->predictor = std::move(p).value();
+    // A parser now, so that the first request after the swap does not build one.
+    if (auto parser = loaded->predictor->NewParser(); parser.ok()) {
+      loaded->GiveParser(std::move(parser).value());
+    } else {
+      if (metrics.reload_failed) metrics.reload_failed->Increment();
+      log() << "rectrain serve: refused " << dir << ": " << parser.status().ToString() << "\n";
+      return parser.status();
+    }
+    {
+      std::lock_guard lock(model_mu);
+      current = loaded;
+    }
+    if (metrics.reload_ok) metrics.reload_ok->Increment();
+    if (metrics.version) metrics.version->Set(static_cast<double>(loaded->version));
+    if (metrics.ready) metrics.ready->Set(1);
+    log() << "rectrain serve: serving version " << loaded->version << " from " << dir << " (loaded in "
+          << static_cast<int64_t>(sw.Seconds() * 1000) << " ms)\n";
+    *reloaded = true;
+    return OkStatus();
+  }
+
+  Status Check(bool force, bool* reloaded) {
+    std::lock_guard lock(reload_mu);
+    *reloaded = false;
+    if (!versions_dir) return force ? LoadAndSwap(options.model_path, reloaded) : OkStatus();
+    auto [v, dir] = NewestVersion();
+    std::shared_ptr<Loaded> cur = Current();
+    if (v < 0 || (cur && v <= cur->version && !force)) return OkStatus();
+    if (cur && v < cur->version) return OkStatus();
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(fs::path(dir) / "manifest.json", ec);
+    if (auto it = refused.find(dir); it != refused.end() && it->second == mtime && !force) return OkStatus();
+    Status s = LoadAndSwap(dir, reloaded);
+    if (!s.ok()) refused[dir] = mtime;
+    return s;
+  }
+
+  void ScoreLoop() {
+    std::vector<Pending*> group;
+    data::Batch merged;
+    std::vector<float> probs;
+    while (true) {
+      group.clear();
+      {
+        std::unique_lock lock(queue_mu);
+        queue_cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping
+        const auto deadline = queue.front()->enqueued + std::chrono::microseconds(static_cast<int64_t>(options.max_wait_ms * 1000));
+        auto rows_ready = [&] {
+          int64_t rows = 0;
+          for (const Pending* p : queue) {
+            if (p->model != queue.front()->model) return true;  // a version switch: score what we have
+            rows += p->batch->size;
+            if (rows >= options.max_batch_rows) return true;
+          }
+          return false;
+        };
+        queue_cv.wait_until(lock, deadline, [&] { return stopping || rows_ready(); });
+        int64_t rows = 0;
+        while (!queue.empty() && queue.front()->model == (group.empty() ? queue.front()->model : group[0]->model) &&
+               (group.empty() || rows + queue.front()->batch->size <= options.max_batch_rows)) {
+          rows += queue.front()->batch->size;
+          group.push_back(queue.front());
+          queue.pop_front();
+        }
+      }
+      Loaded& model = *group[0]->model;
+      const int64_t ids_before = model.predictor->ids_looked_up(), unknown_before = model.predictor->unknown_ids();
+      Status st;
+      const int per_row = model.predictor->outputs_per_row();
+      if (group.size() == 1) {
+        st = model.predictor->Predict(*group[0]->batch, group[0]->probs);
+      } else {
+        merged = data::Batch{};
+        for (const Pending* p : group) AppendRows(*p->batch, &merged);
+        st = model.predictor->Predict(merged, &probs);
+        size_t at = 0;
+        for (Pending* p : group) {
+          const size_t n = static_cast<size_t>(p->batch->size * per_row);
+          if (st.ok()) p->probs->assign(probs.begin() + static_cast<std::ptrdiff_t>(at), probs.begin() + static_cast<std::ptrdiff_t>(at + n));
+          at += n;
+        }
+      }
+      int64_t rows = 0;
+      for (const Pending* p : group) rows += p->batch->size;
+      if (metrics.batch_rows) {
+        metrics.batch_rows->Observe(static_cast<double>(rows));
+        metrics.rows->Increment(static_cast<double>(rows));
+        metrics.ids->Increment(static_cast<double>(model.predictor->ids_looked_up() - ids_before));
+        metrics.unknown->Increment(static_cast<double>(model.predictor->unknown_ids() - unknown_before));
+      }
+      for (Pending* p : group) p->done.set_value(st);
+    }
+  }
+
+  void WatchLoop() {
+    std::unique_lock lock(watch_mu);
+    while (!stopping) {
+      watch_cv.wait_for(lock, std::chrono::duration<double>(options.poll_seconds));
+      if (stopping) break;
+      lock.unlock();
+      bool reloaded = false;
+      Check(false, &reloaded).IgnoreError();  // logged and counted inside
+      lock.lock();
+    }
+  }
+};
+
+ModelService::ModelService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ModelService::~ModelService() { Stop(); }
+
+Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& options, http::MetricsRegistry* registry) {
+  if (options.max_batch_rows < 1 || options.max_request_rows < 1 || options.max_wait_ms < 0 || options.threads < 1) {
+    return InvalidArgumentError("max batch rows, max request rows and threads must be >= 1 and max wait >= 0");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  std::error_code ec;
+  if (!fs::is_directory(options.model_path, ec)) {
+    return NotFoundError(options.model_path + " is not a directory (a model written by rectrain export, or a directory of numbered versions)");
+  }
+  impl->versions_dir = !fs::exists(fs::path(options.model_path) / "manifest.json", ec);
+  Metrics& m = impl->metrics;
+  if (registry != nullptr) {
+    m.registry = registry;
+    RECTRAIN_ASSIGN_OR_RETURN(m.latency, registry->GetHistogram("rectrain_serve_request_seconds",
+                                                                "Latency of /v1/predict requests (parse, queue, score, reply).",
+                                                                http::ExponentialBuckets(0.0001, 2, 16)));
+    RECTRAIN_ASSIGN_OR_RETURN(m.batch_rows, registry->GetHistogram("rectrain_serve_batch_rows", "Rows per scored micro-batch.",
+                                                                   http::ExponentialBuckets(1, 2, 14)));
+    RECTRAIN_ASSIGN_OR_RETURN(m.version, registry->GetGauge("rectrain_serve_model_version", "Version of the model being served (0: none yet)."));
+    RECTRAIN_ASSIGN_OR_RETURN(m.ready, registry->GetGauge("rectrain_serve_ready", "1 once a model is loaded."));
+    RECTRAIN_ASSIGN_OR_RETURN(m.rows, registry->GetCounter("rectrain_serve_rows_total", "Rows scored."));
+    RECTRAIN_ASSIGN_OR_RETURN(m.ids, registry->GetCounter("rectrain_serve_ids_total", "Embedding ids looked up."));
+    RECTRAIN_ASSIGN_OR_RETURN(m.unknown, registry->GetCounter("rectrain_serve_unknown_ids_total",
+                                                              "Embedding ids without a row (read the OOV row)."));
+    RECTRAIN_ASSIGN_OR_RETURN(m.reload_ok, registry->GetCounter("rectrain_serve_reloads_total", "Model loads by result.", {{"result", "ok"}}));
+    RECTRAIN_ASSIGN_OR_RETURN(m.reload_failed,
+                              registry->GetCounter("rectrain_serve_reloads_total", "Model loads by result.", {{"result", "failed"}}));
+  }
+  bool reloaded = false;
+  if (!impl->versions_dir) {
+    RECTRAIN_RETURN_IF_ERROR(impl->LoadAndSwap(options.model_path, &reloaded));
+  } else if (Status s = impl->Check(false, &reloaded); !s.ok()) {
+    return s;  // the newest version at start must load; later ones may fail and be skipped
+  }
+  Impl* self = impl.get();
+  impl->scorer = std::thread([self] { self->ScoreLoop(); });
+  if (impl->versions_dir && options.poll_seconds > 0) impl->watcher = std::thread([self] { self->WatchLoop(); });
+  return std::unique_ptr<ModelService>(new ModelService(std::move(impl)));
+}
+
+void ModelService::Stop() {
+  {
+    std::lock_guard lock(impl_->queue_mu);
+    if (impl_->stopping && !impl_->scorer.joinable()) return;
+    impl_->stopping = true;
+  }
+  impl_->queue_cv.notify_all();
+  {
+    std::lock_guard lock(impl_->watch_mu);
+  }
+  impl_->watch_cv.notify_all();
+  if (impl_->scorer.joinable()) impl_->scorer.join();
+  if (impl_->watcher.joinable()) impl_->watcher.join();
+}
+
+int64_t ModelService::version() const {
+  auto cur = impl_->Current();
+  return cur ? cur->version : 0;
+}
+
+Status ModelService::CheckForUpdate(bool force, bool* reloaded) { return impl_->Check(force, reloaded); }
+
+http::RouteReply ModelService::HandlePredict(std::string_view body) {
+  Stopwatch sw;
+  Impl& s = *impl_;
+  auto finish = [&](http::RouteReply r) {
+    s.metrics.Request(r.status);
+    if (s.metrics.latency) s.metrics.latency->Observe(sw.Seconds());
+    return r;
+  };
+  std::shared_ptr<Loaded> model = s.Current();
+  if (!model) return finish(ErrorReply(UnavailableError("no model loaded yet (no complete version in " + s.options.model_path + ")")));
+  Result<std::unique_ptr<data::RowParser>> parser = model->TakeParser();
+  if (!parser.ok()) return finish(ErrorReply(parser.status()));
+  Result<std::vector<std::string>> lines = ParsePredictRequest(body, **parser, s.options.max_request_rows);
+  data::Batch batch;
+  Status st = lines.status();
+  if (st.ok()) st = (*parser)->ParseLines(*lines, "request row", &batch);
+  model->GiveParser(std::move(parser).value());
+  if (!st.ok()) {
+    http::RouteReply r = ErrorReply(st);
+    if (st.code() == StatusCode::kResourceExhausted) r.status = 413;  // too many rows: not a rate limit
+    return finish(r);
+  }
+  std::vector<float> probs;
+  Pending pending{.model = model, .batch = &batch, .enqueued = Clock::now(), .done = {}, .probs = &probs};
+  std::future<Status> done = pending.done.get_future();
+  {
+    std::lock_guard lock(s.queue_mu);
+    if (s.stopping) return finish(ErrorReply(UnavailableError("the server is shutting down")));
+    s.queue.push_back(&pending);
+  }
+  s.queue_cv.notify_one();
+  st = done.get();
+  if (!st.ok()) return finish(ErrorReply(st));
+  const int per_row = model->predictor->outputs_per_row();
+  std::string out = "{\"model_version\":" + std::to_string(model->version) + ",\"predictions\":[";
+  char buf[32];
+  auto put = [&](float p) {
+    auto [e, ec] = std::to_chars(buf, buf + sizeof(buf), p);  // shortest text that reads back as p
+    out.append(buf, e);
+  };
+  for (int64_t r = 0; r < batch.size; ++r) {
+    if (r) out += ',';
+    if (per_row == 1) {
+      put(probs[static_cast<size_t>(r)]);
+      continue;
+    }
+    out += '[';
+    for (int k = 0; k < per_row; ++k) {
+      if (k) out += ',';
+      put(probs[static_cast<size_t>(r * per_row + k)]);
+    }
+    out += ']';
+  }
+  out += "]";
+  if (per_row > 1) {
+    const auto& tasks = model->predictor->manifest().task_names;
+    json names = json::array();
+    for (int k = 0; k < per_row; ++k) names.push_back(static_cast<int>(tasks.size()) == per_row ? tasks[static_cast<size_t>(k)] : "class " + std::to_string(k));
+    out += ",\"outputs\":" + names.dump();
+  }
+  out += "}\n";
+  return finish({200, std::move(out), "application/json"});
+}
+
+http::RouteReply ModelService::HandleReload() {
+  bool reloaded = false;
+  Status s = impl_->Check(true, &reloaded);
+  if (!s.ok()) return ErrorReply(FailedPreconditionError(s.ToString() + " (still serving version " + std::to_string(version()) + ")"));
+  return JsonReply(200, {{"model_version", version()}, {"reloaded", reloaded}});
+}
+
+http::RouteReply ModelService::HandleModel() const {
+  auto cur = impl_->Current();
+  if (!cur) return ErrorReply(UnavailableError("no model loaded yet"));
+  const Manifest& m = cur->predictor->manifest();
+  json tables = json::array();
+  for (const auto& t : m.tables) tables.push_back({{"name", t.name}, {"dim", t.dim}, {"rows", t.rows}, {"row_type", RowTypeName(t.type)}});
+  return JsonReply(200, {{"model_version", m.version}, {"model_type", m.model_type}, {"created", m.created},
+                         {"trained_steps", m.trained_steps}, {"dir", cur->predictor->dir()},
+                         {"columns", cur->predictor->NewParser().ok() ? (*cur->predictor->NewParser())->columns() : std::vector<std::string>{}},
+                         {"outputs", m.task_names}, {"tables", tables}, {"mapped_bytes", cur->predictor->mapped_bytes()}});
+}
+
+http::RouteReply ModelService::HandleReady() const {
+  auto cur = impl_->Current();
+  if (!cur) return JsonReply(503, {{"ready", false}});
+  return JsonReply(200, {{"ready", true}, {"model_version", cur->version}});
+}
+
+std::vector<http::Route> ModelService::Routes() {
+  return {
+      {"POST", "/v1/predict", [this](const http::RouteRequest& r) { return HandlePredict(r.body); }, false},
+      {"POST", "/v1/reload", [this](const http::RouteRequest&) { return HandleReload(); }, false},
+      {"GET", "/v1/model", [this](const http::RouteRequest&) { return HandleModel(); }, false},
+      {"GET", "/readyz", [this](const http::RouteRequest&) { return HandleReady(); }, true},
+  };
+}
+
+}  // namespace rectrain::serve
