@@ -58,7 +58,10 @@ Result<std::string> RowParser::LineFromFields(std::span<const std::optional<std:
   for (size_t c = 0; c < fields.size(); ++c) {
     if (c > 0) line += plan.delimiter;
     std::string_view v = fields[c].value_or(static_cast<int>(c) == plan.label_column ? "0" : "");
-    const bool special = v.find_first_of(std::string{plan.delimiter, '\n', '\r', '"'}) != std::string_view::npos;
+    if (v.find_first_of("\n\r") != std::string_view::npos) {
+      return InvalidArgumentError("field '" + impl_->columns[c] + "' contains a line break; a row is one line of text");
+    }
+    const bool special = v.find_first_of(std::string{plan.delimiter, '"'}) != std::string_view::npos;
     if (!special) {
       line += v;
     } else if (plan.quoting) {
@@ -68,12 +71,11 @@ Result<std::string> RowParser::LineFromFields(std::span<const std::optional<std:
         line += ch;
       }
       line += '"';
-    } else if (v.find('"') != std::string_view::npos && v.find_first_of(std::string{plan.delimiter, '\n', '\r'}) == std::string_view::npos) {
+    } else if (v.find(plan.delimiter) == std::string_view::npos) {
       line += v;  // a quote is plain text in a format without quoting
     } else {
-      return InvalidArgumentError("field '" + impl_->columns[c] +
-                                  "' contains a delimiter or line break, which the " + plan.format +
-                                  " layout cannot hold; remove it");
+      return InvalidArgumentError("field '" + impl_->columns[c] + "' contains the delimiter, which the " +
+                                  plan.format + " layout cannot hold; remove it");
     }
   }
   return line;

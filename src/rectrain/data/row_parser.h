@@ -43,7 +43,7 @@ class RowParser {
 
   // A line of the training layout from fields by column index; an absent field (nullopt) is
   // empty (a missing value: the feature's fill), the label defaults to 0. InvalidArgument names
-  // the column when a value cannot be written into the layout (a delimiter or newline in a
+  // the column when a value cannot be written into the layout (a line break; a delimiter in a
   // format without quoting).
   Result<std::string> LineFromFields(std::span<const std::optional<std::string_view>> fields) const;
 

@@ -129,7 +129,7 @@ TEST(RowParserTest, LineFromFieldsQuotesOrRefuses) {
   g[14] = "a\tb";
   auto refused = (*criteo)->LineFromFields(g);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("field 'C1' contains a delimiter"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("field 'C1' contains the delimiter"), std::string::npos) << refused.status();
 }
 
 TEST(RowParserTest, BadLinesNameRowAndField) {
