@@ -171,7 +171,8 @@ Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, cons
 // A loaded version with the row parsers of its layout (one per handler thread in use).
 struct Loaded {
   std::unique_ptr<Predictor> predictor;
-  int64_t version = 0;
+  int64_t version = 0;      // the manifest's
+  int64_t dir_number = -1;  // the version directory's name (a versions directory), else -1
   std::mutex parsers_mu;
   std::vector<std::unique_ptr<data::RowParser>> parsers;  // idle ones
 
@@ -235,6 +236,7 @@ struct ModelService::Impl {
   std::mutex queue_mu;
   std::condition_variable queue_cv;
   std::deque<Pending*> queue;  // guarded by queue_mu
+  int arriving = 0;            // requests being parsed, about to join the queue (guarded by queue_mu)
   bool stopping = false;
   std::thread scorer, watcher;
   std::mutex watch_mu;
@@ -247,21 +249,34 @@ struct ModelService::Impl {
     return current;
   }
 
-  // The newest complete version directory: (number, path); number -1 when there is none.
-  std::pair<int64_t, std::string> NewestVersion() const {
-    std::pair<int64_t, std::string> best{-1, ""};
+  // The complete version directories (a number for a name, with a manifest), newest first.
+  std::vector<std::pair<int64_t, std::string>> Versions() const {
+    std::vector<std::pair<int64_t, std::string>> out;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(options.model_path, ec)) {
       const std::string name = e.path().filename().string();
       if (name.empty() || name.size() > 18 || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
       if (!fs::exists(e.path() / "manifest.json", ec)) continue;
-      const int64_t v = std::stoll(name);
-      if (v > best.first) best = {v, e.path().string()};
+      out.emplace_back(std::stoll(name), e.path().string());
     }
-    return best;
+    std::sort(out.rbegin(), out.rend());
+    return out;
   }
 
-  Status LoadAndSwap(const std::string& dir, bool* reloaded) {
+  // At start: the newest version that loads (older ones stand in for a refused newest one).
+  Status LoadNewestGood() {
+    Status last = OkStatus();
+    for (const auto& [v, dir] : Versions()) {
+      bool reloaded = false;
+      last = LoadAndSwap(dir, v, &reloaded);
+      if (last.ok()) return last;
+      std::error_code ec;
+      refused[dir] = fs::last_write_time(fs::path(dir) / "manifest.json", ec);
+    }
+    return last;  // OK when there is no version yet: not ready until one appears
+  }
+
+  Status LoadAndSwap(const std::string& dir, int64_t dir_number, bool* reloaded) {
     Stopwatch sw;
     PredictorOptions po{.threads = options.threads, .verify_checksums = options.verify_checksums};
     Result<std::unique_ptr<Predictor>> p = Predictor::Load(dir, po);
@@ -273,6 +288,7 @@ struct ModelService::Impl {
     }
     auto loaded = std::make_shared<Loaded>();
     loaded->version = (*p)->manifest().version;
+    loaded->dir_number = dir_number;
     loaded->predictor = std::move(p).value();
     // A parser now, so that the first request after the swap does not build one.
     if (auto parser = loaded->predictor->NewParser(); parser.ok()) {
@@ -298,15 +314,17 @@ struct ModelService::Impl {
   Status Check(bool force, bool* reloaded) {
     std::lock_guard lock(reload_mu);
     *reloaded = false;
-    if (!versions_dir) return force ? LoadAndSwap(options.model_path, reloaded) : OkStatus();
-    auto [v, dir] = NewestVersion();
+    if (!versions_dir) return force ? LoadAndSwap(options.model_path, -1, reloaded) : OkStatus();
+    const auto versions = Versions();
+    if (versions.empty()) return OkStatus();
+    const auto& [v, dir] = versions.front();
     std::shared_ptr<Loaded> cur = Current();
-    if (v < 0 || (cur && v <= cur->version && !force)) return OkStatus();
-    if (cur && v < cur->version) return OkStatus();
+    // Only a newer directory replaces the current one (a forced check also retries a refused one).
+    if (cur && v <= cur->dir_number) return OkStatus();
     std::error_code ec;
     const auto mtime = fs::last_write_time(fs::path(dir) / "manifest.json", ec);
     if (auto it = refused.find(dir); it != refused.end() && it->second == mtime && !force) return OkStatus();
-    Status s = LoadAndSwap(dir, reloaded);
+    Status s = LoadAndSwap(dir, v, reloaded);
     if (!s.ok()) refused[dir] = mtime;
     return s;
   }
@@ -331,7 +349,9 @@ struct ModelService::Impl {
           }
           return false;
         };
-        queue_cv.wait_until(lock, deadline, [&] { return stopping || rows_ready(); });
+        // Adaptive: wait for company only while requests are on their way in; a lone request
+        // (or the last of a burst) is scored at once.
+        queue_cv.wait_until(lock, deadline, [&] { return stopping || arriving == 0 || rows_ready(); });
         int64_t rows = 0;
         while (!queue.empty() && queue.front()->model == (group.empty() ? queue.front()->model : group[0]->model) &&
                (group.empty() || rows + queue.front()->batch->size <= options.max_batch_rows)) {
@@ -416,9 +436,9 @@ Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& 
   }
   bool reloaded = false;
   if (!impl->versions_dir) {
-    RECTRAIN_RETURN_IF_ERROR(impl->LoadAndSwap(options.model_path, &reloaded));
-  } else if (Status s = impl->Check(false, &reloaded); !s.ok()) {
-    return s;  // the newest version at start must load; later ones may fail and be skipped
+    RECTRAIN_RETURN_IF_ERROR(impl->LoadAndSwap(options.model_path, -1, &reloaded));
+  } else if (Status s = impl->LoadNewestGood(); !s.ok()) {
+    return s;  // not one version loads
   }
   Impl* self = impl.get();
   impl->scorer = std::thread([self] { self->ScoreLoop(); });
@@ -458,14 +478,28 @@ http::RouteReply ModelService::HandlePredict(std::string_view body) {
   };
   std::shared_ptr<Loaded> model = s.Current();
   if (!model) return finish(ErrorReply(UnavailableError("no model loaded yet (no complete version in " + s.options.model_path + ")")));
+  {
+    std::lock_guard lock(s.queue_mu);
+    ++s.arriving;
+  }
+  auto arrived = [&s] {  // once queued, or refused
+    {
+      std::lock_guard lock(s.queue_mu);
+      --s.arriving;
+    }
+    s.queue_cv.notify_one();
+  };
   Result<std::unique_ptr<data::RowParser>> parser = model->TakeParser();
-  if (!parser.ok()) return finish(ErrorReply(parser.status()));
-  Result<std::vector<std::string>> lines = ParsePredictRequest(body, **parser, s.options.max_request_rows);
+  Status st = parser.status();
   data::Batch batch;
-  Status st = lines.status();
-  if (st.ok()) st = (*parser)->ParseLines(*lines, "request row", &batch);
-  model->GiveParser(std::move(parser).value());
+  if (st.ok()) {
+    Result<std::vector<std::string>> lines = ParsePredictRequest(body, **parser, s.options.max_request_rows);
+    st = lines.status();
+    if (st.ok()) st = (*parser)->ParseLines(*lines, "request row", &batch);
+    model->GiveParser(std::move(parser).value());
+  }
   if (!st.ok()) {
+    arrived();
     http::RouteReply r = ErrorReply(st);
     if (st.code() == StatusCode::kResourceExhausted) r.status = 413;  // too many rows: not a rate limit
     return finish(r);
@@ -475,6 +509,7 @@ http::RouteReply ModelService::HandlePredict(std::string_view body) {
   std::future<Status> done = pending.done.get_future();
   {
     std::lock_guard lock(s.queue_mu);
+    --s.arriving;
     if (s.stopping) return finish(ErrorReply(UnavailableError("the server is shutting down")));
     s.queue.push_back(&pending);
   }
