@@ -8,6 +8,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libsnappy-dev liblz4-dev libxxhash-dev
       libsqlite3-dev libcpp-httplib-dev prometheus chromium
       libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist
+      curl wrk
       python3)
 if [[ "${1:-}" == "--peer" ]]; then
   # libopenblas0-pthread: without it libblas.so.3 is the unoptimised reference BLAS and the
