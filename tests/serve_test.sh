@@ -66,7 +66,7 @@ assert small["rows"] < full["rows"] and small["dropped_rows"] > 0, (small, full)
 print("min-count 3 keeps %d of %d rows" % (small["rows"], full["rows"]))
 PY
 
-"$B" serve models --port 0 --poll-ms 100 --max-request-rows 1000 --max-body-bytes 2000000 >serve.out 2>serve.log &
+"$B" serve "$W/models" --port 0 --poll-ms 100 --max-request-rows 1000 --max-body-bytes 2000000 >serve.out 2>serve.log &
 SERVE_PID=$!
 for i in $(seq 100); do grep -q "POST http" serve.out 2>/dev/null && break; sleep 0.1; done
 U=$(sed -n 's/^rectrain serve: \(http[^ ]*\) .*/\1/p' serve.out)
