@@ -1,5 +1,4 @@
 // `rectrain eval`: evaluates a run's final model on data files.
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -9,6 +8,7 @@
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
 #include "rectrain/io/file.h"
+#include "rectrain/serve/predictor.h"
 #include "rectrain/train/trainer.h"
 
 namespace rectrain::cli {
@@ -41,12 +41,9 @@ int RunEval(const std::vector<std::string>& args) {
   if (!report.ok()) return ReportError(kCmd, report.status());
   const train::EvalMetrics& m = report->metrics;
   if (!predictions_path.empty()) {
-    // The shortest text that reads back as the same float: `rectrain serve` writes the same.
-    std::string text;
-    char buf[32];
+    std::string text;  // as `rectrain predict` and `rectrain serve` write them
     for (float p : report->probs) {
-      auto [e, ec] = std::to_chars(buf, buf + sizeof(buf), p);
-      text.append(buf, e);
+      serve::AppendProbability(p, &text);
       text += '\n';
     }
     auto w = io::AtomicFileWriter::Create(predictions_path);

@@ -1,7 +1,6 @@
 // `rectrain predict`: offline scoring of files with a serving model, through the same
 // Predictor as `rectrain serve` (docs/serving.md).
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 
 #include "rectrain/base/stopwatch.h"
@@ -56,7 +55,6 @@ int RunPredict(const std::vector<std::string>& args) {
   std::string text;
   int64_t rows = 0;
   const int per_row = (*predictor)->outputs_per_row();
-  char buf[32];
   while (true) {
     auto b = (*reader)->Next();
     if (!b.ok()) return ReportError(kCmd, b.status());
@@ -66,8 +64,7 @@ int RunPredict(const std::vector<std::string>& args) {
     text.clear();
     for (int64_t r = 0; r < batch_rows.size; ++r) {
       for (int k = 0; k < per_row; ++k) {
-        auto [e, ec] = std::to_chars(buf, buf + sizeof(buf), probs[static_cast<size_t>(r * per_row + k)]);
-        text.append(buf, e);
+        serve::AppendProbability(probs[static_cast<size_t>(r * per_row + k)], &text);
         text += k + 1 < per_row ? '\t' : '\n';
       }
     }

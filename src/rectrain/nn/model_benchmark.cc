@@ -44,22 +44,22 @@ struct Inputs {
   std::vector<FieldIndices> fields;
   ForwardInput input;
 
-  Inputs(int dim, int num_dense) : num_unique(kBatch * kFields * 3 / 10) {
+  Inputs(int dim, int num_dense, int64_t batch = kBatch) : num_unique(std::max<int64_t>(1, batch * kFields * 3 / 10)) {
     Rng rng(1);
     rows.resize(num_unique * (dim + 1));
     for (float& v : rows) v = static_cast<float>(rng.Normal() * 0.01);
-    dense.resize(kBatch * num_dense);
+    dense.resize(batch * num_dense);
     for (float& v : dense) v = static_cast<float>(rng.Uniform() * 3);
-    labels.resize(kBatch);
+    labels.resize(batch);
     for (float& v : labels) v = rng.Uniform() < 0.25 ? 1.0f : 0.0f;
     idx.resize(kFields);
     for (auto& f : idx) {
-      f.resize(kBatch);
+      f.resize(batch);
       for (auto& v : f) v = static_cast<int32_t>(rng.Below(num_unique));
     }
     tables = {{rows, num_unique, dim + 1}};
     for (auto& f : idx) fields.push_back({{}, f});
-    input = {kBatch, dense, tables, fields, 7};
+    input = {batch, dense, tables, fields, 7};
   }
 };
 
@@ -118,6 +118,41 @@ void BM_DeepFmStep(benchmark::State& state) {
       benchmark::Counter(1e3 * cpu.Seconds() / static_cast<double>(state.iterations()));
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
+// The forward pass alone (evaluation: no dropout, no backward) at the batch sizes a server
+// scores, criteo shape on 2 threads: the floor under `rectrain serve`'s rows/s (docs/benchmarks.md
+// "Serving").
+void BM_DeepFmForward(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  const bool bf16 = state.range(1) != 0;
+  if (bf16 && !kernels::Bf16GemmAvailable()) {
+    state.SkipWithError("no AVX512_BF16 on this CPU");
+    return;
+  }
+  const int threads = 2;
+  omp_set_num_threads(threads);
+  const ComputeContext compute{threads};
+  ModelConfig config;
+  config.type = "deepfm";
+  config.embedding_dim = 16;
+  config.hidden = {400, 400, 400};
+  config.precision = bf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
+  embedding::EmbeddingTableConfig tmpl;
+  auto model = std::move(MakeModel(config, FieldNames(), 13, tmpl)).value();
+  Inputs in(16, 13, batch);
+  std::vector<float> logits(static_cast<size_t>(batch));
+  RECTRAIN_CHECK(model->Forward(in.input, false, logits, compute).ok());
+  for (auto _ : state) {
+    RECTRAIN_CHECK(model->Forward(in.input, false, logits, compute).ok());
+    benchmark::DoNotOptimize(logits.data());
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+}
+BENCHMARK(BM_DeepFmForward)
+    ->ArgNames({"batch", "bf16"})
+    ->ArgsProduct({{1, 32, 256, 4096}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_DeepFmStep)
     ->ArgNames({"seed_shape", "threads", "bf16"})
     ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})

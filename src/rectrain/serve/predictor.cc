@@ -3,6 +3,8 @@
 
 #include <omp.h>
 
+#include <charconv>
+
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
 #include "rectrain/nn/loss.h"
@@ -12,6 +14,12 @@
 #include "rectrain/train/checkpoint.h"
 
 namespace rectrain::serve {
+
+void AppendProbability(float p, std::string* out) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), p);
+  out->append(buf, end);
+}
 
 struct Predictor::Impl {
   config::TrainConfig config;

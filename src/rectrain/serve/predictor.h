@@ -26,6 +26,11 @@ struct PredictorOptions {
   bool verify_checksums = true;  // read every file once to check its XXH64 before mapping it
 };
 
+// Appends the shortest decimal text that reads back as `p` (std::to_chars): the one way
+// `rectrain serve`, `rectrain predict` and `rectrain eval --predictions` write a probability, so
+// their outputs compare as text.
+void AppendProbability(float p, std::string* out);
+
 class Predictor {
  public:
   // Loads the package in `dir`. Errors: NotFound (no manifest), DataLoss (a missing, truncated

@@ -518,11 +518,7 @@ http::RouteReply ModelService::HandlePredict(std::string_view body) {
   if (!st.ok()) return finish(ErrorReply(st));
   const int per_row = model->predictor->outputs_per_row();
   std::string out = "{\"model_version\":" + std::to_string(model->version) + ",\"predictions\":[";
-  char buf[32];
-  auto put = [&](float p) {
-    auto [e, ec] = std::to_chars(buf, buf + sizeof(buf), p);  // shortest text that reads back as p
-    out.append(buf, e);
-  };
+  auto put = [&](float p) { AppendProbability(p, &out); };
   for (int64_t r = 0; r < batch.size; ++r) {
     if (r) out += ',';
     if (per_row == 1) {
@@ -560,9 +556,13 @@ http::RouteReply ModelService::HandleModel() const {
   const Manifest& m = cur->predictor->manifest();
   json tables = json::array();
   for (const auto& t : m.tables) tables.push_back({{"name", t.name}, {"dim", t.dim}, {"rows", t.rows}, {"row_type", RowTypeName(t.type)}});
+  auto parser = cur->TakeParser();
+  if (!parser.ok()) return ErrorReply(parser.status());
+  const std::vector<std::string> columns = (*parser)->columns();
+  cur->GiveParser(std::move(parser).value());
   return JsonReply(200, {{"model_version", m.version}, {"model_type", m.model_type}, {"created", m.created},
                          {"trained_steps", m.trained_steps}, {"dir", cur->predictor->dir()},
-                         {"columns", cur->predictor->NewParser().ok() ? (*cur->predictor->NewParser())->columns() : std::vector<std::string>{}},
+                         {"columns", columns},
                          {"outputs", m.task_names}, {"tables", tables}, {"mapped_bytes", cur->predictor->mapped_bytes()}});
 }
 
