@@ -260,6 +260,55 @@ TEST_F(TrackingCliTest, SigtermMarksTheRunStoppedAndMetricsAreScrapedWhileTraini
       << listed.dump();
 }
 
+// A diverged run exports its non-finite loss (what RectrainTrainLossNaN in
+// deploy/prometheus/alerts.yml fires on) and, with monitoring.linger_on_failure_s, keeps
+// /metrics up that long after the error so that a scrape sees it; then exits 7 (diverged).
+TEST_F(TrackingCliTest, DivergedRunExportsItsNanLossAndLingers) {
+  const std::string train = testing::Generate(*dir_, "train.tsv", 4000, 1);
+  const std::string config =
+      Config("div", train,
+             "optimizer: {type: sgd, lr: 1.0e+6}\nembedding: {optimizer: {type: sgd, lr: 1.0e+6}}\n"
+             "monitoring: {linger_on_failure_s: 4}\n",
+             "{log_every_steps: 4, epochs: 50}");
+  const std::string err = *dir_ + "/div.err";
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = Spawn({"train", config, "--run-dir", *dir_ + "/run_div", "--no-progress"}, err);
+  ASSERT_GT(pid, 0);
+  const std::string port = WaitFor(err, std::regex("metrics: http://127\\.0\\.0\\.1:([0-9]+)/metrics"), 60, pid);
+  ASSERT_FALSE(port.empty()) << ReadAll(err);
+  const std::string id = WaitFor(err, std::regex("tracking: run ([0-9]+) in"), 5);
+  ASSERT_FALSE(id.empty()) << ReadAll(err);
+  const std::string nan_line = "rectrain_train_loss{run=\"" + id + "\"} NaN\n";
+  std::string text;
+  bool saw_nan = false, saw_note = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    text = HttpGet(std::stoi(port), "/metrics");
+    // Before the first step the loss is NaN too: wait for the failure note, then look.
+    saw_note = saw_note || ReadAll(err).find("metrics: the run failed; serving /metrics 4 s more") != std::string::npos;
+    if (saw_note && text.find(nan_line) != std::string::npos) {
+      saw_nan = true;
+      break;
+    }
+    if (waitpid(pid, nullptr, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(saw_nan) << text << "\n" << ReadAll(err);
+  const size_t steps_at = text.find("rectrain_train_steps_total{run=\"" + id + "\"} ");
+  ASSERT_NE(steps_at, std::string::npos) << text;
+  EXPECT_GT(std::atof(text.c_str() + text.find("} ", steps_at) + 2), 0) << text;
+  int status = 0;
+  if (saw_nan) waitpid(pid, &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 7) << ReadAll(err);
+  EXPECT_GE(seconds, 4.0);
+  EXPECT_NE(ReadAll(err).find("training diverged"), std::string::npos) << ReadAll(err);
+  nlohmann::json listed = FindRun("run_div");
+  ASSERT_FALSE(listed.is_null());
+  EXPECT_EQ(listed["status"], "failed");  // recorded before the linger
+}
+
 TEST_F(TrackingCliTest, UiServesTheStoreAndRunsReportsErrors) {
   // Make sure the store exists (an earlier test may not have run in a filtered invocation).
   const std::string train = testing::Generate(*dir_, "train.tsv", 4000, 1);

@@ -263,6 +263,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   mon.enabled = b.Bool("monitoring.enabled", true);
   mon.host = b.String("monitoring.host", "127.0.0.1");
   mon.port = static_cast<int>(b.Int("monitoring.port", 0, Range::Closed(0, 65535)));
+  mon.linger_on_failure_s = b.Double("monitoring.linger_on_failure_s", 0.0, Range::Closed(0, 3600));
   if (mon.host.empty()) b.AddError("monitoring.host", "must not be empty (default 127.0.0.1)");
 
   // checks.* (docs/data.md, "Data quality")

@@ -71,6 +71,9 @@ struct MonitoringSettings {
   bool enabled = true;
   std::string host = "127.0.0.1";  // non-loopback needs $RECTRAIN_METRICS_TOKEN
   int port = 0;                     // 0 = an ephemeral port, printed at start
+  // After a failed run (e.g. a diverged loss), keep serving /metrics this long so that a scrape
+  // sees the final values; 0 = exit at once. SIGINT/SIGTERM end the wait.
+  double linger_on_failure_s = 0;
 };
 
 // dist.*: how a job of several ranks (mpirun/srun; docs/scaling.md) trains. A single process

@@ -315,11 +315,21 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
         ts.lookups = c("rectrain_embedding_lookups_total", "Ids looked up (training and evaluation).");
         ts.oov_lookups = c("rectrain_embedding_oov_lookups_total", "Lookups that read the OOV row.");
         ts.oov_ratio = g("rectrain_embedding_oov_ratio", "oov_lookups / lookups since the start.");
+        // The budget the table's bytes count against (0 = unlimited), labelled with what happens
+        // there (deploy/prometheus/alerts.yml: RectrainEmbeddingMemoryNearBudget).
+        http::Labels bl = l;
+        bl.emplace_back("on_budget", t.on_budget);
+        auto budget = reg.GetGauge("rectrain_embedding_budget_bytes",
+                                   "Memory budget of the embedding table (embedding.memory_budget over the ranks "
+                                   "holding it; 0 = unlimited).",
+                                   bl);
+        ts.budget = budget.ok() ? *budget : nullptr;
         it = tables_.emplace(t.name, ts).first;
       }
       TableSeries& ts = it->second;
       if (ts.rows) ts.rows->Set(static_cast<double>(t.rows));
       if (ts.bytes) ts.bytes->Set(static_cast<double>(t.bytes));
+      if (ts.budget) ts.budget->Set(static_cast<double>(t.budget_bytes));
       if (ts.admissions) ts.admissions->SetTotal(static_cast<double>(t.admissions));
       if (ts.evictions) ts.evictions->SetTotal(static_cast<double>(t.evictions));
       if (ts.lookups) ts.lookups->SetTotal(static_cast<double>(t.lookups));

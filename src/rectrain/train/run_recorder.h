@@ -17,7 +17,8 @@
 //
 // Prometheus (names in docs/tracking.md, label run = the tracking run id, else the run
 // directory's name): rectrain_train_*, rectrain_eval_*, rectrain_data_*, rectrain_embedding_*
-// {table}, rectrain_run_info, and the process_* metrics (RegisterProcessMetrics).
+// {table} (rectrain_embedding_budget_bytes also {on_budget}), rectrain_run_info, and the
+// process_* metrics (RegisterProcessMetrics).
 //
 // Thread safety: Start/hooks/Finish/Fail on the training thread; the heartbeat thread only calls
 // TrackingStore::Heartbeat (thread-safe). The store and registry must outlive the recorder.
@@ -129,6 +130,7 @@ class RunRecorder : public TrainObserver {
   struct TableSeries {
     http::Gauge* rows = nullptr;
     http::Gauge* bytes = nullptr;
+    http::Gauge* budget = nullptr;
     http::Counter* admissions = nullptr;
     http::Counter* evictions = nullptr;
     http::Counter* lookups = nullptr;

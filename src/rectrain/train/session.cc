@@ -1,11 +1,14 @@
 #include "rectrain/train/session.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -151,6 +154,25 @@ Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loade
   return OkStatus();
 }
 
+// monitoring.linger_on_failure_s: a failed run keeps /metrics up a little longer, so that a
+// Prometheus scrape sees its last values (the NaN loss of a diverged run) before the process
+// is gone. SIGINT/SIGTERM (o.stop_signal) end the wait.
+void LingerOnFailure(const SessionOptions& o, const config::MonitoringSettings& m, bool lead) {
+  if (m.linger_on_failure_s <= 0) return;
+  if (lead && o.echo && o.note) {
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "metrics: the run failed; serving /metrics %.3g s more (monitoring.linger_on_failure_s)",
+                  m.linger_on_failure_s);
+    o.note(line);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(m.linger_on_failure_s);
+  while (std::chrono::steady_clock::now() < until) {
+    if (o.stop_signal != nullptr && o.stop_signal->load() != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* run_dir_out) {
@@ -212,6 +234,9 @@ Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* r
       rec.recorder->Fail(summary.status());
     }
   }
+  // Every rank waits (rank 0 serves), so that a launcher does not end rank 0 early when the
+  // others exit with the error.
+  if (!summary.ok() && loaded->config.monitoring.enabled) LingerOnFailure(o, loaded->config.monitoring, lead);
   if (!summary.ok()) return summary.status();
   return SessionResult{run_dir, *summary};
 }

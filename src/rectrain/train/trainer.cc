@@ -489,6 +489,11 @@ Status TrainLoop::Step(const internal::LockstepPass::Step& step) {
   RECTRAIN_ASSIGN_OR_RETURN(const double loss, runner_->Run(step, s, rates, compute_, &summary_.breakdown));
   // The loss is the global batch's on every rank, so every rank stops here together.
   if (!std::isfinite(loss)) {
+    // The observer sees the non-finite loss first (rectrain_train_loss: NaN/Inf for the alert
+    // rules, deploy/prometheus/alerts.yml); the step itself does not count.
+    report_loss_sum_ += loss;
+    ++report_loss_count_;
+    Report(/*log_line=*/false);
     return Agreed(Status(StatusCode::kAborted,
                          "training diverged: the loss is " + Fixed(loss, 4) + " at step " + std::to_string(s) +
                              "; lower optimizer.lr (" + Fixed(last_lr_, 6) +

@@ -91,7 +91,8 @@ std::vector<TableSummary> LocalTableSummaries(const ModelBundle& b) {
   std::vector<TableSummary> out;
   for (const auto* t : b.tables) {
     const embedding::TableStats s = t->Stats();
-    out.push_back({t->config().name, t->dim(), s.rows, s.bytes, s.admissions, s.evictions, s.lookups, s.oov_lookups});
+    out.push_back({t->config().name, t->dim(), s.rows, s.bytes, s.admissions, s.evictions, s.lookups, s.oov_lookups,
+                   t->config().memory_budget_bytes * b.owners.count, t->config().on_budget});
   }
   return out;
 }
