@@ -6,7 +6,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev zlib1g-dev
       libsnappy-dev liblz4-dev libxxhash-dev
-      libsqlite3-dev libcpp-httplib-dev prometheus chromium
+      libsqlite3-dev libcpp-httplib-dev prometheus prometheus-alertmanager chromium
       libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist
       curl wrk
       python3)
