@@ -13,12 +13,13 @@ namespace rectrain::cli {
 
 int RunUi(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain ui";
-  std::string host = "127.0.0.1", token, store, workspace, static_dir;
+  std::string host = "127.0.0.1", token, store, workspace, static_dir, alertmanager;
   int64_t port = 8080;
-  FlagParser flags(kCmd, "[--port P] [--host H] [--token T] [--store PATH] [--workspace DIR]",
+  FlagParser flags(kCmd, "[--port P] [--host H] [--token T] [--store PATH] [--workspace DIR] [--alertmanager URL]",
                    "Serves the web UI, its REST API and /metrics from the tracking store until\n"
                    "Ctrl-C. Binds 127.0.0.1 by default; another host needs a token (--token, else\n"
-                   "$RECTRAIN_UI_TOKEN, else one is generated and printed with the URL).");
+                   "$RECTRAIN_UI_TOKEN, else one is generated and printed with the URL).\n"
+                   "With --alertmanager, a run's page shows its alerts (docs/alerts.md).");
   flags.Int("port", &port, "port (default 8080; 0 = any free port)");
   flags.String("host", &host, "address to bind (default 127.0.0.1)");
   flags.String("token", &token, "API token (>= 16 characters), required off loopback");
@@ -28,6 +29,9 @@ int RunUi(const std::vector<std::string>& args) {
                "workspace directory: the store's default home and the only place log tails are "
                "served from (default: the current directory)");
   flags.String("static-dir", &static_dir, "built UI assets (default: found next to the binary or build)");
+  flags.String("alertmanager", &alertmanager,
+               "Alertmanager URL (e.g. http://127.0.0.1:9093): run pages show the alerts labelled with "
+               "their run id");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
@@ -42,6 +46,7 @@ int RunUi(const std::vector<std::string>& args) {
   o.port = static_cast<int>(port);
   o.token = token;
   o.static_dir = static_dir;
+  o.alertmanager_url = alertmanager;
   o.artifact_root = track::WorkspaceOfStore(o.store_path, workspace);
   std::error_code ec;
   const std::filesystem::path store_dir = std::filesystem::path(o.store_path).parent_path();

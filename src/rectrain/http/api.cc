@@ -166,7 +166,91 @@ Result<json> LogTail(track::TrackingStore& s, RunId id, const std::string& artif
               {"truncated", offset > 0}, {"text", text}};
 }
 
+// The alerts Alertmanager holds for run `id`: those labelled run="<id>" (the label every
+// training alert of deploy/prometheus/alerts.yml carries), critical first, then by name and
+// start time. Unreachable, an HTTP error or a body that is not an alert list: Unavailable.
+Result<json> RunAlerts(const std::string& url, RunId id) {
+  RECTRAIN_ASSIGN_OR_RETURN(AlertmanagerUrl am, ParseAlertmanagerUrl(url));
+  httplib::Client client(am.scheme_host_port);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(5, 0);
+  client.set_write_timeout(5, 0);
+  const httplib::Params params{{"filter", "run=\"" + std::to_string(id) + "\""}};
+  auto res = client.Get(am.prefix + "/api/v2/alerts", params, httplib::Headers{{"Accept", "application/json"}});
+  if (!res) {
+    return UnavailableError("cannot reach Alertmanager at " + url + " (" + httplib::to_string(res.error()) +
+                            "); is it running? (rectrain ui --alertmanager URL)");
+  }
+  if (res->status != 200) {
+    return UnavailableError("Alertmanager at " + url + " answered HTTP " + std::to_string(res->status) + ": " +
+                            res->body.substr(0, 200));
+  }
+  const json list = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) {
+    return UnavailableError("Alertmanager at " + url + " did not answer /api/v2/alerts with a list of alerts");
+  }
+  auto text = [](const json& obj, const char* key) -> std::string {
+    if (!obj.is_object()) return "";
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  json out = json::array();
+  for (const json& a : list) {
+    if (!a.is_object()) continue;
+    const json labels = a.value("labels", json::object());
+    const json annotations = a.value("annotations", json::object());
+    const json status = a.value("status", json::object());
+    out.push_back({{"name", text(labels, "alertname")},
+                   {"severity", text(labels, "severity")},
+                   {"state", text(status, "state")},
+                   {"summary", text(annotations, "summary")},
+                   {"description", text(annotations, "description")},
+                   {"starts_at", text(a, "startsAt")},
+                   {"ends_at", text(a, "endsAt")},
+                   {"updated_at", text(a, "updatedAt")},
+                   {"labels", labels.is_object() ? labels : json::object()},
+                   {"annotations", annotations.is_object() ? annotations : json::object()},
+                   {"silenced_by", status.is_object() ? status.value("silencedBy", json::array()) : json::array()},
+                   {"inhibited_by", status.is_object() ? status.value("inhibitedBy", json::array()) : json::array()},
+                   {"generator_url", text(a, "generatorURL")},
+                   {"fingerprint", text(a, "fingerprint")}});
+  }
+  auto rank = [](const json& a) {
+    const std::string sev = a["severity"];
+    return sev == "critical" ? 0 : sev == "warning" ? 1 : 2;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const json& x, const json& y) {
+    if (rank(x) != rank(y)) return rank(x) < rank(y);
+    if (x["name"] != y["name"]) return x["name"] < y["name"];
+    return x["starts_at"] < y["starts_at"];
+  });
+  return out;
+}
+
 }  // namespace
+
+Result<AlertmanagerUrl> ParseAlertmanagerUrl(const std::string& url) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("--alertmanager must be an http:// or https:// URL such as http://127.0.0.1:9093, got '" +
+                                url + "' (" + why + ")");
+  };
+  const size_t sep = url.find("://");
+  if (sep == std::string::npos) return bad("no scheme");
+  const std::string scheme = url.substr(0, sep);
+  if (scheme != "http" && scheme != "https") return bad("scheme " + scheme);
+  const size_t host_at = sep + 3;
+  const size_t slash = url.find('/', host_at);
+  const std::string host = url.substr(host_at, slash == std::string::npos ? std::string::npos : slash - host_at);
+  if (host.empty()) return bad("no host");
+  if (host.find_first_of("@?# ") != std::string::npos) return bad("unexpected character in the host");
+  AlertmanagerUrl out{url.substr(0, host_at) + host, ""};
+  if (slash != std::string::npos) {
+    out.prefix = url.substr(slash);
+    if (out.prefix.find_first_of("?# ") != std::string::npos) return bad("a query or fragment");
+    while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  }
+  return out;
+}
 
 void SendError(httplib::Response& res, const Status& status) {
   res.status = HttpStatusForCode(status.code());
@@ -310,6 +394,25 @@ void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
     SendJson(res, {{"groups", out}});
     return OkStatus();
   }));
+
+  // The run's alerts in Alertmanager (docs/alerts.md). No Alertmanager configured: an empty
+  // list with a note; one that cannot be asked: 503 with the reason.
+  const std::string alertmanager = options.alertmanager_url;
+  server.Get(R"(/api/runs/(\d+)/alerts)",
+             Wrap(store, [alertmanager](TrackingStore& s, Req req, Res res) -> Status {
+               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+               RECTRAIN_RETURN_IF_ERROR(s.GetRun(id).status());
+               if (alertmanager.empty()) {
+                 SendJson(res, {{"run_id", id},
+                                {"alertmanager", nullptr},
+                                {"alerts", json::array()},
+                                {"note", "no Alertmanager configured (start rectrain ui with --alertmanager URL)"}});
+                 return OkStatus();
+               }
+               RECTRAIN_ASSIGN_OR_RETURN(json alerts, RunAlerts(alertmanager, id));
+               SendJson(res, {{"run_id", id}, {"alertmanager", alertmanager}, {"alerts", alerts}});
+               return OkStatus();
+             }));
 
   const std::string artifact_root = options.artifact_root;
   server.Get(R"(/api/runs/(\d+)/log)",

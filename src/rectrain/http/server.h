@@ -84,6 +84,7 @@ struct ServerOptions {
   // Log files (artifacts of kind "log") are served by /api/runs/{id}/log only if they resolve
   // to a path under this directory (the workspace); "" = never.
   std::string artifact_root;
+  std::string alertmanager_url;          // GET /api/runs/{id}/alerts asks it; "" = none (docs/alerts.md)
   std::vector<Route> routes;             // extra routes (see Route); matched before static files
 };
 

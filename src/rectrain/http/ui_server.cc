@@ -11,6 +11,7 @@
 #include <iostream>
 #include <vector>
 
+#include "rectrain/http/internal/api.h"
 #include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
 #include "rectrain/track/tracking_store.h"
@@ -115,6 +116,9 @@ Result<std::string> FindUiAssets(std::string_view explicit_dir) {
 
 Status ServeUi(const UiOptions& options) {
   if (options.store_path.empty()) return InvalidArgumentError("ServeUi needs a store_path");
+  if (!options.alertmanager_url.empty()) {
+    RECTRAIN_RETURN_IF_ERROR(internal::ParseAlertmanagerUrl(options.alertmanager_url).status());
+  }
   std::ostream& out = options.out != nullptr ? *options.out : std::cout;
   RECTRAIN_ASSIGN_OR_RETURN(std::string static_dir, FindUiAssets(options.static_dir));
   RECTRAIN_ASSIGN_OR_RETURN(auto store, track::TrackingStore::Open(options.store_path));
@@ -133,6 +137,7 @@ Status ServeUi(const UiOptions& options) {
     RECTRAIN_ASSIGN_OR_RETURN(so.token, GenerateToken());
     generated = true;
   }
+  so.alertmanager_url = options.alertmanager_url;
   so.artifact_root = options.artifact_root;
   if (so.artifact_root.empty()) {
     std::error_code ec;
@@ -151,6 +156,9 @@ Status ServeUi(const UiOptions& options) {
   if (generated) {
     out << "rectrain ui: generated an access token (set --token or RECTRAIN_UI_TOKEN to choose "
            "one); the URL above carries it\n";
+  }
+  if (!so.alertmanager_url.empty()) {
+    out << "rectrain ui: run alerts from Alertmanager at " << so.alertmanager_url << "\n";
   }
   out << "rectrain ui: press Ctrl-C to stop" << std::endl;
   if (options.on_ready) options.on_ready(url);

@@ -31,6 +31,9 @@ struct UiOptions {
   std::string token;               // See the top comment.
   std::string static_dir;          // "" = FindUiAssets("").
   std::string artifact_root;       // "" = the directory of store_path.
+  // Alertmanager base URL (http[s]://host:port[/prefix]): the run page shows the alerts whose
+  // `run` label is the run's id (GET /api/runs/{id}/alerts); "" = none.
+  std::string alertmanager_url;
   int num_threads = 4;
   std::ostream* out = nullptr;     // Where the URL line goes; null = std::cout.
   // Called once the server accepts connections, with the URL (token included); for tests and
@@ -46,7 +49,9 @@ struct UiOptions {
 Result<std::string> FindUiAssets(std::string_view explicit_dir);
 
 // Serves until SIGINT/SIGTERM. Errors: those of TrackingStore::Open, FindUiAssets and
-// Server::Start (InvalidArgument for a bad token, Unavailable if the port is taken).
+// Server::Start (InvalidArgument for a bad token, Unavailable if the port is taken), and
+// InvalidArgument for an alertmanager_url that is not an http(s) URL. An Alertmanager that is
+// down is no error here: the alerts route reports it.
 Status ServeUi(const UiOptions& options);
 
 }  // namespace rectrain::http

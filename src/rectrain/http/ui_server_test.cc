@@ -8,10 +8,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <vector>
 
+#include "rectrain/http/internal/api.h"
 #include "rectrain/http/server.h"
 #include "rectrain/http/ui_server.h"
 #include "rectrain/track/runs_report.h"
@@ -229,6 +232,167 @@ TEST_F(UiApiTest, ServeUiServesUntilSigterm) {
       << out.str();
   EXPECT_NE(out.str().find("SIGTERM received, stopping"), std::string::npos);
   EXPECT_FALSE(c.Get("/healthz"));  // stopped
+}
+
+// A stand-in Alertmanager (GET /api/v2/alerts) on a free loopback port, answering `body` with
+// `status`; it records each request's path and filter parameter.
+class FakeAlertmanager {
+ public:
+  FakeAlertmanager(std::string prefix, int status, std::string body)
+      : prefix_(std::move(prefix)), status_(status), body_(std::move(body)) {
+    server_.Get(prefix_ + "/api/v2/alerts", [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard l(mu_);
+        filters_.push_back(req.get_param_value("filter"));
+      }
+      res.status = status_;
+      res.set_content(body_, "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    for (int i = 0; i < 500 && !server_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ~FakeAlertmanager() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + prefix_; }
+  std::vector<std::string> filters() {
+    std::lock_guard l(mu_);
+    return filters_;
+  }
+
+ private:
+  std::string prefix_;
+  int status_;
+  std::string body_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> filters_;
+};
+
+// What Alertmanager's API v2 answers: two alerts of run 2 (the filter is applied there).
+const char kTwoAlerts[] = R"([
+  {"labels": {"alertname": "RectrainTrainLossSpike", "severity": "warning", "run": "2", "name": "trial0"},
+   "annotations": {"summary": "Training loss of run 2 (trial0) spiked to 1.5", "description": "spike"},
+   "startsAt": "2025-01-02T03:04:05.000Z", "endsAt": "2025-01-02T03:10:05.000Z",
+   "updatedAt": "2025-01-02T03:06:05.000Z", "fingerprint": "aa", "generatorURL": "http://prom/graph",
+   "receivers": [{"name": "null"}], "status": {"state": "active", "silencedBy": [], "inhibitedBy": []}},
+  {"labels": {"alertname": "RectrainTrainLossNaN", "severity": "critical", "run": "2"},
+   "annotations": {"summary": "Training loss of run 2 (trial0) is NaN: training diverged"},
+   "startsAt": "2025-01-02T03:05:00.000Z", "endsAt": "2025-01-02T03:11:00.000Z",
+   "updatedAt": "2025-01-02T03:06:00.000Z", "fingerprint": "bb", "generatorURL": "http://prom/graph",
+   "receivers": [{"name": "null"}], "status": {"state": "suppressed", "silencedBy": ["s1"], "inhibitedBy": []}}
+])";
+
+TEST_F(UiApiTest, RunAlertsFromAlertmanager) {
+  FakeAlertmanager am("", 200, kTwoAlerts);
+  ServerOptions opts;
+  opts.alertmanager_url = am.url();
+  StartServer(opts);
+  json j = GetJson("/api/runs/2/alerts");
+  EXPECT_EQ(j["run_id"], 2);
+  EXPECT_EQ(j["alertmanager"], am.url());
+  EXPECT_FALSE(j.contains("note"));
+  ASSERT_EQ(j["alerts"].size(), 2u) << j.dump();
+  // Asked for the run's label only; critical first.
+  EXPECT_EQ(am.filters(), std::vector<std::string>{"run=\"2\""});
+  const json& nan = j["alerts"][0];
+  EXPECT_EQ(nan["name"], "RectrainTrainLossNaN");
+  EXPECT_EQ(nan["severity"], "critical");
+  EXPECT_EQ(nan["state"], "suppressed");
+  EXPECT_EQ(nan["silenced_by"], json::array({"s1"}));
+  EXPECT_EQ(nan["summary"], "Training loss of run 2 (trial0) is NaN: training diverged");
+  EXPECT_EQ(nan["description"], "");
+  const json& spike = j["alerts"][1];
+  EXPECT_EQ(spike["name"], "RectrainTrainLossSpike");
+  EXPECT_EQ(spike["state"], "active");
+  EXPECT_EQ(spike["description"], "spike");
+  EXPECT_EQ(spike["starts_at"], "2025-01-02T03:04:05.000Z");
+  EXPECT_EQ(spike["ends_at"], "2025-01-02T03:10:05.000Z");
+  EXPECT_EQ(spike["generator_url"], "http://prom/graph");
+  EXPECT_EQ(spike["fingerprint"], "aa");
+  EXPECT_EQ(spike["labels"]["name"], "trial0");
+  EXPECT_EQ(spike["annotations"]["description"], "spike");
+  // An unknown run is 404 without asking Alertmanager.
+  EXPECT_EQ(GetJson("/api/runs/99/alerts", 404)["error"]["message"], "run 99 not found");
+  EXPECT_EQ(am.filters().size(), 1u);
+}
+
+TEST_F(UiApiTest, RunAlertsBehindARoutePrefix) {
+  FakeAlertmanager am("/alertmanager", 200, "[]");
+  ServerOptions opts;
+  opts.alertmanager_url = am.url() + "/";  // a trailing slash is dropped
+  StartServer(opts);
+  json j = GetJson("/api/runs/3/alerts");
+  EXPECT_EQ(j["alerts"], json::array());
+  EXPECT_EQ(am.filters(), std::vector<std::string>{"run=\"3\""});
+}
+
+TEST_F(UiApiTest, RunAlertsWithoutAlertmanagerIsAnEmptyListWithANote) {
+  StartServer();
+  json j = GetJson("/api/runs/2/alerts");
+  EXPECT_EQ(j["alerts"], json::array());
+  EXPECT_TRUE(j["alertmanager"].is_null());
+  EXPECT_EQ(j["note"], "no Alertmanager configured (start rectrain ui with --alertmanager URL)");
+}
+
+TEST_F(UiApiTest, RunAlertsWhenAlertmanagerFails) {
+  {
+    FakeAlertmanager am("", 500, "boom");
+    ServerOptions opts;
+    opts.alertmanager_url = am.url();
+    StartServer(opts);
+    json j = GetJson("/api/runs/2/alerts", 503);
+    EXPECT_EQ(j["error"]["code"], "UNAVAILABLE");
+    EXPECT_EQ(j["error"]["message"], "Alertmanager at " + am.url() + " answered HTTP 500: boom");
+  }
+  {
+    FakeAlertmanager am("", 200, "{\"not\": \"a list\"}");
+    ServerOptions opts;
+    opts.alertmanager_url = am.url();
+    StartServer(opts);
+    EXPECT_EQ(GetJson("/api/runs/2/alerts", 503)["error"]["message"],
+              "Alertmanager at " + am.url() + " did not answer /api/v2/alerts with a list of alerts");
+  }
+  // Nothing listens on the port: a clear error, and the server keeps serving.
+  std::string closed;
+  {
+    FakeAlertmanager gone("", 200, "[]");
+    closed = gone.url();
+  }
+  ServerOptions opts;
+  opts.alertmanager_url = closed;
+  StartServer(opts);
+  json j = GetJson("/api/runs/2/alerts", 503);
+  EXPECT_EQ(j["error"]["code"], "UNAVAILABLE");
+  EXPECT_EQ(j["error"]["message"], "cannot reach Alertmanager at " + closed +
+                                       " (Connection); is it running? (rectrain ui --alertmanager URL)");
+  EXPECT_EQ(GetJson("/api/runs")["total"], 4);
+}
+
+TEST_F(UiApiTest, AlertmanagerUrls) {
+  auto ok = internal::ParseAlertmanagerUrl("http://127.0.0.1:9093");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->scheme_host_port, "http://127.0.0.1:9093");
+  EXPECT_EQ(ok->prefix, "");
+  ok = internal::ParseAlertmanagerUrl("https://am.example:443/am//");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->scheme_host_port, "https://am.example:443");
+  EXPECT_EQ(ok->prefix, "/am");
+  EXPECT_EQ(internal::ParseAlertmanagerUrl("127.0.0.1:9093").status(),
+            InvalidArgumentError("--alertmanager must be an http:// or https:// URL such as "
+                                 "http://127.0.0.1:9093, got '127.0.0.1:9093' (no scheme)"));
+  EXPECT_FALSE(internal::ParseAlertmanagerUrl("ftp://h").ok());
+  EXPECT_FALSE(internal::ParseAlertmanagerUrl("http:///x").ok());
+  EXPECT_FALSE(internal::ParseAlertmanagerUrl("http://h/x?y").ok());
+  UiOptions o;
+  o.store_path = (dir_ / "ws" / "rectrain.db").string();
+  o.static_dir = (dir_ / "static").string();
+  o.alertmanager_url = "localhost:9093";
+  EXPECT_EQ(ServeUi(o).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(UiApiTest, ServeUiErrors) {
