@@ -13,8 +13,7 @@
 set -eu
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 W=$(mktemp -d "${TMPDIR:-/tmp}/rectrain_serve_XXXXXX")
-trap 'pkill -KILL -f "$W/" 2>/dev/null; kill $SERVE_PID 2>/dev/null; rm -rf "$W"' EXIT
-SERVE_PID=
+trap 'pkill -KILL -f "$W/" 2>/dev/null || true; rm -rf "$W"' EXIT
 cd "$W"
 fail() { echo "FAIL: $*"; [ -f serve.log ] && tail -20 serve.log; exit 1; }
 command -v curl >/dev/null || fail "curl is not installed (scripts/install_deps.sh installs it)"
@@ -166,7 +165,6 @@ else
   echo "SKIP: wrk is not installed (scripts/install_deps.sh installs it)"
 fi
 kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
-SERVE_PID=
 
 echo "== 5. off loopback a token is required"
 "$B" serve models --host 0.0.0.0 --port 0 2>err.txt && fail "serve on 0.0.0.0 without a token started"
