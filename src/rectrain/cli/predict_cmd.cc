@@ -18,6 +18,7 @@ int RunPredict(const std::vector<std::string>& args) {
   std::string model_dir, out_path;
   std::vector<std::string> files;
   int64_t threads = 2, readers = 1, batch = 4096;
+  std::string precision;
   FlagParser flags(kCmd, "MODEL_DIR --data FILE [--data FILE ...] --out FILE",
                    "Scores every row of the files (the training data's layout, label column included:\n"
                    "its value is ignored) and writes one line per row: the probability, or for\n"
@@ -29,6 +30,7 @@ int RunPredict(const std::vector<std::string>& args) {
   flags.Int("threads", &threads, "compute threads (default 2)");
   flags.Int("readers", &readers, "parse threads (default 1)");
   flags.Int("batch-size", &batch, "rows per scored batch (default 4096)");
+  flags.String("precision", &precision, "GEMM precision: fp32 or bf16 (default: the model's)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
@@ -37,7 +39,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (files.empty() || out_path.empty()) return ReportError(kCmd, InvalidArgumentError("--data FILE and --out FILE are required"));
   if (threads < 1 || readers < 1 || batch < 1) return ReportError(kCmd, InvalidArgumentError("--threads, --readers and --batch-size must be >= 1"));
   Stopwatch sw;
-  auto predictor = serve::Predictor::Load(model_dir, {.threads = static_cast<int>(threads)});
+  auto predictor = serve::Predictor::Load(model_dir, {.threads = static_cast<int>(threads), .verify_checksums = true, .precision = precision});
   if (!predictor.ok()) return ReportError(kCmd, predictor.status());
   data::DataConfig dc = (*predictor)->data_config();
   dc.files = files;

@@ -323,6 +323,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
   // Replies go out as headers then body: with Nagle's algorithm the body waits for the client's
   // delayed ACK of the headers, 40 ms on Linux per request on a keep-alive connection.
   svr.set_tcp_nodelay(true);
+  svr.set_keep_alive_max_count(static_cast<size_t>(std::max(1, options.keep_alive_max_requests)));
   svr.set_read_timeout(10, 0);
   svr.set_write_timeout(10, 0);
   svr.set_pre_routing_handler(

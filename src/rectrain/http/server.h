@@ -79,7 +79,10 @@ struct ServerOptions {
   int64_t max_body_bytes = 1 << 20;      // Larger requests get 413.
   double rate_limit_per_s = 200.0;       // Per client address; <= 0 disables.
   double rate_limit_burst = 400.0;       // Bucket size.
-  int num_threads = 4;                   // Handler threads.
+  int num_threads = 4;                   // Handler threads (each serves one connection at a time).
+  // Requests one keep-alive connection may carry before the server closes it (a reconnect costs
+  // a client more than the request: 100 keeps it rare; more holds a thread longer per client).
+  int keep_alive_max_requests = 100;
   int64_t default_max_points = 1000;     // For /api/runs/{id}/metrics without max_points.
   // Log files (artifacts of kind "log") are served by /api/runs/{id}/log only if they resolve
   // to a path under this directory (the workspace); "" = never.

@@ -119,16 +119,16 @@ void BM_DeepFmStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 // The forward pass alone (evaluation: no dropout, no backward) at the batch sizes a server
-// scores, criteo shape on 2 threads: the floor under `rectrain serve`'s rows/s (docs/benchmarks.md
+// scores, criteo shape on 1 and 2 threads: the floor under `rectrain serve`'s rows/s (docs/benchmarks.md
 // "Serving").
 void BM_DeepFmForward(benchmark::State& state) {
   const int64_t batch = state.range(0);
   const bool bf16 = state.range(1) != 0;
+  const int threads = static_cast<int>(state.range(2));
   if (bf16 && !kernels::Bf16GemmAvailable()) {
     state.SkipWithError("no AVX512_BF16 on this CPU");
     return;
   }
-  const int threads = 2;
   omp_set_num_threads(threads);
   const ComputeContext compute{threads};
   ModelConfig config;
@@ -148,8 +148,8 @@ void BM_DeepFmForward(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 BENCHMARK(BM_DeepFmForward)
-    ->ArgNames({"batch", "bf16"})
-    ->ArgsProduct({{1, 32, 256, 4096}, {0, 1}})
+    ->ArgNames({"batch", "bf16", "threads"})
+    ->ArgsProduct({{1, 32, 256, 4096}, {0, 1}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

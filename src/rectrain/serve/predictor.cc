@@ -7,6 +7,7 @@
 
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
+#include "rectrain/kernels/gemm.h"
 #include "rectrain/nn/loss.h"
 #include "rectrain/nn/model_config.h"
 #include "rectrain/ps/embedding_store.h"
@@ -50,6 +51,14 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const
   p->data_config_.feature_stats = m.layout.stats;
   nn::ModelConfig mc = s.config.model;
   mc.num_tasks = static_cast<int>(m.task_names.size());
+  if (options.precision == "fp32") {
+    mc.precision = nn::GemmPrecision::kFp32;
+  } else if (options.precision == "bf16") {
+    if (!kernels::Bf16GemmAvailable()) return InvalidArgumentError("precision bf16 needs a CPU with AVX512_BF16; use fp32");
+    mc.precision = nn::GemmPrecision::kBf16;
+  } else if (!options.precision.empty()) {
+    return InvalidArgumentError("precision '" + options.precision + "': choose fp32 or bf16 (or leave it out: the model's)");
+  }
   RECTRAIN_ASSIGN_OR_RETURN(s.model, nn::MakeModel(mc, m.sparse_names, static_cast<int>(m.feature_columns.size()),
                                                    s.config.embedding));
   const auto& specs = s.model->spec().tables;
@@ -94,9 +103,13 @@ Status Predictor::Predict(const data::Batch& batch, std::vector<float>* probs) {
     return InvalidArgumentError("the batch has " + std::to_string(batch.num_dense) + " dense columns; the model reads " +
                                 std::to_string(manifest_.dense_names.size()));
   }
+  // A few rows are scored faster on one thread than split over several (the fork and join
+  // cost more than the work: 58 vs 91 us for one criteo-shape DeepFM row, model_benchmark
+  // BM_DeepFmForward). Results do not depend on the thread count.
+  const ComputeContext compute{.num_threads = batch.size < 16 ? 1 : s.compute.num_threads};
   // OpenMP regions inside the kernels size their teams from the calling thread's setting.
-  omp_set_num_threads(s.compute.num_threads);
-  RECTRAIN_RETURN_IF_ERROR(s.store->Lookup(batch, embedding::PullMode::kEval, s.compute));
+  omp_set_num_threads(compute.num_threads);
+  RECTRAIN_RETURN_IF_ERROR(s.store->Lookup(batch, embedding::PullMode::kEval, compute));
   std::span<const float> dense = batch.dense;
   if (!s.all_dense) {
     const size_t nd = static_cast<size_t>(batch.num_dense), nf = manifest_.feature_columns.size();
@@ -108,23 +121,23 @@ Status Predictor::Predict(const data::Batch& batch, std::vector<float>* probs) {
   }
   const nn::ForwardInput in{.batch_size = batch.size, .dense = dense, .tables = s.store->pulled(), .fields = s.store->fields(), .seed = 0};
   s.logits.resize(n * static_cast<size_t>(outputs));
-  RECTRAIN_RETURN_IF_ERROR(s.model->Forward(in, /*training=*/false, s.logits, s.compute));
+  RECTRAIN_RETURN_IF_ERROR(s.model->Forward(in, /*training=*/false, s.logits, compute));
   // The labels only feed the loss value, which is discarded: zeros.
   s.labels.assign(n * static_cast<size_t>(tasks), 0.0f);
   const double rate = manifest_.negative_downsampling;
   if (outputs > tasks) {  // a classifier: softmax over the classes
-    nn::SoftmaxCrossEntropy(s.logits, outputs, std::span<const float>(s.labels.data(), n), {}, *probs, s.compute);
+    nn::SoftmaxCrossEntropy(s.logits, outputs, std::span<const float>(s.labels.data(), n), {}, *probs, compute);
   } else if (tasks > 1) {  // as rectrain eval: only the label's task was downsampled
     if (rate < 1.0) {
       for (size_t r = 0; r < n; ++r) s.logits[r * tasks] = static_cast<float>(data::CalibrateLogit(s.logits[r * tasks], rate));
     }
     const std::vector<float> weights(static_cast<size_t>(tasks), 1.0f);
-    nn::MultiTaskSigmoidCrossEntropy(s.logits, tasks, s.labels, weights, {}, *probs, {}, s.compute);
+    nn::MultiTaskSigmoidCrossEntropy(s.logits, tasks, s.labels, weights, {}, *probs, {}, compute);
   } else {
     if (rate < 1.0) {
       for (float& l : s.logits) l = static_cast<float>(data::CalibrateLogit(l, rate));
     }
-    nn::SigmoidCrossEntropy(s.logits, s.labels, {}, *probs, s.compute);
+    nn::SigmoidCrossEntropy(s.logits, s.labels, {}, *probs, compute);
   }
   return OkStatus();
 }

@@ -22,8 +22,12 @@
 namespace rectrain::serve {
 
 struct PredictorOptions {
-  int threads = 2;               // compute threads of Predict
+  int threads = 2;               // compute threads of Predict (batches under 16 rows use one)
   bool verify_checksums = true;  // read every file once to check its XXH64 before mapping it
+  // GEMM precision: "" = the config's model.precision (as `rectrain eval` resolves it on this
+  // machine, so predictions equal eval's), or "fp32" / "bf16" to override it. bf16 converts
+  // the weights per call, which costs more than it saves for a few rows (docs/serving.md).
+  std::string precision;
 };
 
 // Appends the shortest decimal text that reads back as `p` (std::to_chars): the one way

@@ -50,10 +50,13 @@ TEST(RowEncodingTest, Fp32IsExactFp16AndInt8WithinTheirBounds) {
     float amax = 0;
     for (float x : w) amax = std::max(amax, std::fabs(x));
     for (int i = 0; i < dim; ++i) {
-      if (t == RowType::kFp32) EXPECT_EQ(back[i], w[i]);
-      // fp16: relative 2^-11 for normal values, absolute 2^-25 below 2^-14.
-      if (t == RowType::kFp16) EXPECT_LE(std::fabs(back[i] - w[i]), std::max(std::fabs(w[i]) * 4.9e-4f, 3e-8f)) << i;
-      if (t == RowType::kInt8) EXPECT_LE(std::fabs(back[i] - w[i]), amax / 127 / 2 * 1.0001f) << i;
+      if (t == RowType::kFp32) {
+        EXPECT_EQ(back[i], w[i]);
+      } else if (t == RowType::kFp16) {  // relative 2^-11 for normal values, absolute 2^-25 below 2^-14
+        EXPECT_LE(std::fabs(back[i] - w[i]), std::max(std::fabs(w[i]) * 4.9e-4f, 3e-8f)) << i;
+      } else {
+        EXPECT_LE(std::fabs(back[i] - w[i]), amax / 127 / 2 * 1.0001f) << i;
+      }
     }
     EXPECT_EQ(back[2], -0.25f) << RowTypeName(t);  // exactly representable in every type (int8: -0.25 = amax?)
   }

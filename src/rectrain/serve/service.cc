@@ -278,7 +278,7 @@ struct ModelService::Impl {
 
   Status LoadAndSwap(const std::string& dir, int64_t dir_number, bool* reloaded) {
     Stopwatch sw;
-    PredictorOptions po{.threads = options.threads, .verify_checksums = options.verify_checksums};
+    PredictorOptions po{.threads = options.threads, .verify_checksums = options.verify_checksums, .precision = options.precision};
     Result<std::unique_ptr<Predictor>> p = Predictor::Load(dir, po);
     if (!p.ok()) {
       if (metrics.reload_failed) metrics.reload_failed->Increment();

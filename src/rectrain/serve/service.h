@@ -46,6 +46,7 @@ struct ServiceOptions {
   int64_t max_request_rows = 10000;
   double poll_seconds = 2.0;      // versions directory; <= 0: only on POST /v1/reload
   bool verify_checksums = true;
+  std::string precision;          // PredictorOptions::precision
   std::ostream* log = nullptr;    // reload lines; null: stderr
 };
 
