@@ -2,11 +2,14 @@
 # Serving benchmarks (docs/benchmarks.md "Serving"): the criteo-shape DeepFM of
 # bench/specs/criteo_deepfm.yaml trained on 2M generated rows, exported, then
 #  1. offline: rows/s of `rectrain eval` and `rectrain predict` (the forward pass at batch 4096);
-#  2. `rectrain serve` under wrk on loopback: 1 row per request on 1 connection (p50/p99
-#     latency), and 1 / 32 / 256 rows per request on 16 connections (requests/s, rows/s);
+#  2. `rectrain serve` on loopback: one client sending 1-row requests (client-timed p50/p99),
+#     then wrk with 1 / 32 / 256 rows per request on 1, 16 and 4 connections (requests/s and
+#     rows/s from wrk, latency quantiles from the server's histogram), beside the forward pass
+#     alone at those batch sizes (model_benchmark BM_DeepFmForward);
 #  3. cold start of a 10M-row model: time to /readyz and RSS, with and without checksums;
 #  4. 20 hot reloads under load: failed requests.
 # Usage: sh bench/serve/run.sh [WORK_DIR]   (from the repository root, after the release build)
+#   SERVE_FLAGS="--precision fp32" sh bench/serve/run.sh   serves with fp32 GEMMs
 set -eu
 R=$(pwd)
 B=$R/build/release/rectrain
@@ -57,7 +60,7 @@ for name, d in (("fp32", "models/1"), ("fp16", "q_fp16"), ("int8", "q_int8")):
           max(abs(a - b) for a, b in zip(ref, p)), size / 1e6))
 PY
 
-"$B" serve models --port 0 --poll-ms 200 --max-request-rows 100000 >serve.out 2>serve.log &
+"$B" serve models --port 0 --poll-ms 200 --max-request-rows 100000 ${SERVE_FLAGS:-} >serve.out 2>serve.log &
 S=$!
 trap 'kill $S 2>/dev/null || true' EXIT
 for i in $(seq 100); do grep -q "POST http" serve.out 2>/dev/null && break; sleep 0.1; done
@@ -74,27 +77,60 @@ wrk.headers["Content-Type"] = "application/json"
 function init(args) wrk.body = io.open(args[1]):read("*a") end
 LUA
 metric() { curl -s "$U/metrics" | sed -n "s/^$1 //p"; }
+# Latency quantiles from the server's own histogram (as Prometheus' histogram_quantile):
+# wrk 4.1's percentiles on these runs disagree with its own mean and request count.
+hist() { curl -s "$U/metrics" | grep '^rectrain_serve_request_seconds_bucket' | sed 's/.*le="\([^"]*\)"} /\1 /'; }
 run_wrk() {  # connections rows
-  b0=$(metric rectrain_serve_batch_rows_sum); c0=$(metric rectrain_serve_batch_rows_count)
-  wrk -t$(( $1 < 2 ? 1 : 2 )) -c$1 -d${DUR}s --latency -s post.lua "$U/v1/predict" -- req$2.json > wrk_$1_$2.txt
-  b1=$(metric rectrain_serve_batch_rows_sum); c1=$(metric rectrain_serve_batch_rows_count)
+  b0=$(metric rectrain_serve_batch_rows_sum); c0=$(metric rectrain_serve_batch_rows_count); hist > h0.txt
+  wrk -t$(( $1 < 2 ? 1 : 2 )) -c$1 -d${DUR}s -s post.lua "$U/v1/predict" -- req$2.json > wrk_$1_$2.txt
+  b1=$(metric rectrain_serve_batch_rows_sum); c1=$(metric rectrain_serve_batch_rows_count); hist > h1.txt
   python3 - "$1" "$2" "$b0" "$b1" "$c0" "$c1" <<'PY'
 import re, sys
 c, n, b0, b1, c0, c1 = sys.argv[1:]
 t = open("wrk_%s_%s.txt" % (c, n)).read()
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-lat = dict(re.findall(r"\s+(50|99)%\s+([\d.]+\w+)", t))
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+def load(f):
+    return [(float("inf") if a == "+Inf" else float(a), float(b)) for a, b in (l.split() for l in open(f))]
+h = [(le, x1 - x0) for (le, x1), (_, x0) in zip(load("h1.txt"), load("h0.txt"))]
+def q(phi):
+    total = h[-1][1]; rank = phi * total; lo = 0.0; prev = 0.0
+    for le, cum in h:
+        if cum >= rank:
+            return lo + (le - lo) * (rank - prev) / max(cum - prev, 1)
+        lo, prev = le, cum
 batch = (float(b1) - float(b0)) / max(1.0, float(c1) - float(c0))
-print("%2s conn x %3s rows/request: %8.0f requests/s %9.0f rows/s  p50 %s p99 %s  mean batch %.1f rows  failed %s"
-      % (c, n, rps, rps * int(n), lat.get("50"), lat.get("99"), batch, bad.group(1) if bad else 0))
+print("%2s conn x %3s rows/request: %8.0f requests/s %9.0f rows/s  server p50 %.2f ms p99 %.2f ms  mean batch %.1f rows  failed %s"
+      % (c, n, rps, rps * int(n), q(0.5) * 1e3, q(0.99) * 1e3, batch, bad.group(1) if bad else 0))
+PY
+}
+one_client() {  # a closed loop of 1-row requests on one connection, timed by the client
+  python3 - "$U" <<'PY'
+import sys, time, http.client, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+body = open("req1.json").read()
+c = http.client.HTTPConnection(u.hostname, u.port)
+ts = []
+for i in range(5000):
+    t = time.perf_counter()
+    c.request("POST", "/v1/predict", body, {"Content-Type": "application/json"})
+    c.getresponse().read()
+    ts.append(time.perf_counter() - t)
+ts.sort()
+print(" 1 conn x   1 row,  client-timed (python http.client): p50 %.3f ms  p99 %.3f ms  max %.1f ms  (%.0f requests/s)"
+      % (ts[len(ts) // 2] * 1e3, ts[int(len(ts) * 0.99)] * 1e3, ts[-1] * 1e3, len(ts) / sum(ts)))
 PY
 }
 echo "== serve ($(nproc) cores; wrk shares them)"
+one_client
 run_wrk 1 1
 run_wrk 16 1
 run_wrk 16 32
 run_wrk 4 256
+
+echo "== the forward pass alone, 2 threads (fp32 and bf16)"
+OMP_WAIT_POLICY=passive "$R/build/release/src/rectrain/nn/model_benchmark" --benchmark_filter='BM_DeepFmForward/.*/threads:2' \
+  --benchmark_min_time=0.5 2>/dev/null | grep BM_ | awk '{print "  " $1, $NF}'
 
 echo "== 20 hot reloads under load"
 wrk -t2 -c8 -d${DUR}s -s post.lua "$U/v1/predict" -- req1.json > wrk_reload.txt &
