@@ -9,7 +9,9 @@
 // demo:  runs table, filters (status, tag, metric threshold, config search), chosen columns
 //        kept across reloads, sort, compare two runs (curves drawn, config diff, finals),
 //        live run page (curve grows while a writer appends), log tail, groups page scatter,
-//        token auth. Fails on any page error.
+//        the run page's alerts from a real Alertmanager (Debian's prometheus-alertmanager, alerts
+//        posted to its API; skipped without it) and its error once Alertmanager is gone, token
+//        auth. Fails on any page error.
 // scale: 10,000 runs + a run with 1,000,000 points; times the first render of the runs
 //        table, a metric sort, the big curve and a zoom; each must stay under 10 s.
 // study: a real `rectrain tune` study (--rectrain BIN, --trials N, default 12) on generated
@@ -21,6 +23,7 @@
 // Exit codes: 0 pass, 1 fail, 77 skipped (no chromium).
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -31,6 +34,7 @@ const args = Object.fromEntries(
 const suite = args.suite ?? "demo";
 const serverPrefix = args["server-arg"] ? [args["server-arg"]] : [];
 const CHROMIUM = process.env.RECTRAIN_CHROMIUM ?? "/usr/bin/chromium";
+const ALERTMANAGER = process.env.RECTRAIN_ALERTMANAGER ?? "/usr/bin/prometheus-alertmanager";
 const BOUND_MS = 10000;
 for (const k of ["server", "seed", "out"]) {
   if (!args[k]) {
@@ -139,6 +143,41 @@ async function dragZoom(chartSel, fromFrac, toFrac) {
   await page.mouse.up();
 }
 
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(what, seconds, probe) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    try {
+      if (await probe()) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${seconds} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// Debian's Alertmanager on a free loopback port (no clustering, its own storage).
+async function startAlertmanager() {
+  const port = await freePort();
+  const dir = join(work, `am-${port}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "am.yml"), "route: {receiver: blackhole}\nreceivers: [{name: blackhole}]\n");
+  const p = spawn(ALERTMANAGER, [`--config.file=${join(dir, "am.yml")}`, `--storage.path=${dir}`, `--web.listen-address=127.0.0.1:${port}`, "--cluster.listen-address=", "--log.level=warn"], { stdio: "ignore" });
+  children.push(p);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor("alertmanager ready", 20, async () => (await fetch(url + "/-/ready")).ok);
+  return { proc: p, url };
+}
+
 async function demo() {
   const info = seed("demo");
   const server = await startServer();
@@ -234,6 +273,9 @@ async function demo() {
     figures.live_points_before = before;
     figures.live_points_after = Number(await page.getAttribute(loss, "data-points"));
     await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.includes("epoch 0 step"), "#log-tail", { timeout: 5000 });
+    // No Alertmanager given to this server: the alerts panel says so.
+    await page.waitForSelector("#run-alerts[data-state='off']", { timeout: 5000 });
+    assert((await page.locator("#alerts-note").textContent()).includes("no Alertmanager configured"), "alerts note shown");
     assert((await page.locator("#system-charts .chart").count()) === 2, "system figures charted");
     assert((await page.locator("#data-files").textContent()).includes("criteo_day1.tsv"), "data files listed");
     assert((await page.locator("#config").textContent()).includes("embedding_dim: 32"), "config shown");
@@ -255,6 +297,50 @@ async function demo() {
     assert((await page.locator("#groups-table tbody tr").count()) === 1, "one parent group");
   });
   await stopServer(server);
+
+  if (!existsSync(ALERTMANAGER)) {
+    console.log(`# skipped: the alerts panel with a real Alertmanager (${ALERTMANAGER} not found; scripts/install_deps.sh installs it)`);
+  } else {
+    await step("run page shows the run's alerts from a real Alertmanager; its error once it is gone", async () => {
+      const am = await startAlertmanager();
+      // What Prometheus sends for deploy/prometheus/alerts.yml, posted straight to Alertmanager.
+      const alerts = [
+        { labels: { alertname: "RectrainDataWaitHigh", severity: "warning", component: "train", run: String(info.live) }, annotations: { summary: `Run ${info.live} waits for data 40% of the time` } },
+        {
+          labels: { alertname: "RectrainTrainLossNaN", severity: "critical", component: "train", run: String(info.live) },
+          annotations: { summary: `Training loss of run ${info.live} is NaN: training diverged`, description: "lower optimizer.lr" },
+          generatorURL: "http://127.0.0.1:9090/graph",
+        },
+        { labels: { alertname: "RectrainTrainLossSpike", severity: "warning", run: String(info.trials[0]) }, annotations: { summary: "another run's alert" } },
+      ];
+      const post = await fetch(am.url + "/api/v2/alerts", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(alerts) });
+      assert(post.ok, `POST /api/v2/alerts: HTTP ${post.status}`);
+      await waitFor("alertmanager lists the alerts", 10, async () => (await (await fetch(am.url + "/api/v2/alerts")).json()).length === 3);
+      const s = await startServer(["--alertmanager", am.url]);
+      const b = s.url.replace(/\/$/, "");
+      await page.goto(`${b}/#/run/${info.live}`);
+      await page.waitForSelector("#alerts-table tbody tr[data-alert='RectrainTrainLossNaN']", { timeout: 10000 });
+      const names = await page.locator("#alerts-table tbody tr").evaluateAll((trs) => trs.map((tr) => tr.dataset.alert));
+      assert(JSON.stringify(names) === JSON.stringify(["RectrainTrainLossNaN", "RectrainDataWaitHigh"]), `the run's two alerts, critical first: ${names}`);
+      const first = page.locator("#alerts-table tbody tr").first();
+      assert((await first.locator(".badge").textContent()) === "critical", "severity badge");
+      assert((await first.textContent()).includes(`Training loss of run ${info.live} is NaN`), "summary shown");
+      assert((await first.textContent()).includes("lower optimizer.lr"), "description shown");
+      assert((await first.locator("a").getAttribute("href")) === "http://127.0.0.1:9090/graph", "links the rule in Prometheus");
+      await shot("run-alerts.png");
+      await page.goto(`${b}/#/run/${info.trials[1]}`);
+      await page.waitForSelector("#run-alerts[data-state='none']", { timeout: 10000 });
+      // Alertmanager gone: the panel shows why, the rest of the page still renders.
+      const exited = new Promise((r) => am.proc.on("exit", r));
+      am.proc.kill("SIGTERM");
+      await exited;
+      await page.goto(`${b}/#/run/${info.live}`);
+      await page.waitForSelector("#alerts-error", { timeout: 15000 });
+      assert((await page.locator("#alerts-error").textContent()).includes("cannot reach Alertmanager at " + am.url), "unreachable Alertmanager named");
+      await page.waitForSelector("#run-charts .chart[data-points]");
+      await stopServer(s);
+    });
+  }
 
   await step("token: API calls carry it; without it the API refuses", async () => {
     const token = "0123456789abcdef0123";

@@ -78,6 +78,31 @@ export interface LogTail {
   text: string;
 }
 
+// GET /api/runs/{id}/alerts: the run's alerts in Alertmanager (docs/alerts.md).
+export interface RunAlert {
+  name: string;
+  severity: string;
+  state: string; // active | suppressed | unprocessed
+  summary: string;
+  description: string;
+  starts_at: string; // RFC 3339
+  ends_at: string;
+  updated_at: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  silenced_by: string[];
+  inhibited_by: string[];
+  generator_url: string;
+  fingerprint: string;
+}
+
+export interface RunAlerts {
+  run_id: number;
+  alertmanager: string | null;
+  alerts: RunAlert[];
+  note?: string;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -136,6 +161,7 @@ export const api = {
   compare: (ids: number[]) => request<Comparison>("GET", "/api/compare", { ids: ids.join(",") }),
   groups: (by: string) => request<{ groups: Group[] }>("GET", "/api/groups", { by }),
   log: (id: number, maxBytes = 65536) => request<LogTail>("GET", `/api/runs/${id}/log`, { max_bytes: maxBytes }),
+  alerts: (id: number) => request<RunAlerts>("GET", `/api/runs/${id}/alerts`),
 };
 
 // A link to a file route (CSV export) that carries the token as a query parameter, since a

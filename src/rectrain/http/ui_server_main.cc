@@ -1,7 +1,7 @@
 // rectrain_ui_server: serves the web UI over a tracking store until Ctrl-C. A stand-in for
 // `rectrain ui` (same library call, http::ServeUi) used by the browser test.
 //   rectrain_ui_server --store ws/rectrain.db [--host 127.0.0.1] [--port 8080] [--token T]
-//                      [--static-dir DIR] [--artifact-root DIR]
+//                      [--static-dir DIR] [--artifact-root DIR] [--alertmanager URL]
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   rectrain::http::UiOptions o;
   auto usage = [] {
     std::cerr << "usage: rectrain_ui_server --store PATH [--host H] [--port P] [--token T] "
-                 "[--static-dir DIR] [--artifact-root DIR]\n";
+                 "[--static-dir DIR] [--artifact-root DIR] [--alertmanager URL]\n";
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       o.static_dir = value;
     } else if (flag == "--artifact-root") {
       o.artifact_root = value;
+    } else if (flag == "--alertmanager") {
+      o.alertmanager_url = value;
     } else {
       std::cerr << "rectrain_ui_server: unknown flag '" << flag << "'\n";
       return usage();

@@ -1,12 +1,35 @@
-// One run: status and metadata, final metrics, metric curves (polled every 2 s while the run
-// is running), system figures, config, data files, artifacts and the log tail.
-import { api, ApiError, fileUrl, RunDetail, Series } from "../api";
+// One run: status and metadata, its alerts in Alertmanager (refreshed every 10 s), final
+// metrics, metric curves (polled every 2 s while the run is running), system figures, config,
+// data files, artifacts and the log tail.
+import { api, ApiError, fileUrl, RunAlert, RunAlerts, RunDetail, Series } from "../api";
 import { LineChart } from "../chart";
 import { clear, errorBox, h, statusBadge } from "../dom";
 import { fmtBytes, fmtNum, fmtTime, isSystemKey, runDuration } from "../format";
 import type { Cleanup } from "../main";
 
 const POLL_MS = 2000;
+const ALERTS_POLL_MS = 10000;
+
+// Only http(s) links from Alertmanager's data (an alert's generatorURL) become hrefs.
+function safeHref(url: string): string | null {
+  return /^https?:\/\//i.test(url) ? url : null;
+}
+
+function alertRow(a: RunAlert): HTMLElement {
+  const sev = a.severity || "none";
+  const since = Date.parse(a.starts_at);
+  const state = a.state + (a.silenced_by.length ? " (silenced)" : a.inhibited_by.length ? " (inhibited)" : "");
+  const href = safeHref(a.generator_url);
+  return h(
+    "tr",
+    { "data-alert": a.name, "data-severity": sev, "data-state": a.state },
+    h("td", {}, h("span", { class: `badge severity-${sev}` }, sev)),
+    h("td", {}, href ? h("a", { href, target: "_blank", rel: "noopener noreferrer", title: "the rule's expression in Prometheus" }, a.name) : a.name),
+    h("td", {}, state),
+    h("td", { class: "summary" }, a.summary || "—", a.description ? h("div", { class: "alert-description" }, a.description) : null),
+    h("td", {}, Number.isFinite(since) ? fmtTime(since / 1000) : "—"),
+  );
+}
 
 function note(s: Series | undefined): string {
   if (!s) return "";
@@ -31,6 +54,7 @@ export async function renderRun(root: HTMLElement, _params: URLSearchParams, arg
   const meta = h("dl", { class: "meta" });
   const trainGrid = h("div", { class: "grid", id: "run-charts" });
   const sysGrid = h("div", { class: "grid", id: "system-charts" });
+  const alertsBox = h("div", { id: "run-alerts" });
   const logPre = h("pre", { id: "log-tail" });
   const logNote = h("div", { class: "hint" });
   const del = h("button", { class: "danger" }, "Delete run");
@@ -61,6 +85,8 @@ export async function renderRun(root: HTMLElement, _params: URLSearchParams, arg
     ),
     sub,
     cards,
+    h("h2", { id: "alerts-title" }, "Alerts"),
+    alertsBox,
     h("h2", {}, "Metrics"),
     h("div", { class: "hint" }, "Drag to zoom (re-sampled on the server), double-click to reset."),
     trainGrid,
@@ -182,10 +208,53 @@ export async function renderRun(root: HTMLElement, _params: URLSearchParams, arg
     }
   }
 
+  // The run's alerts (GET /api/runs/{id}/alerts): a note without an Alertmanager, the error when
+  // it cannot be asked (the rest of the page is unaffected), else one row per alert.
+  async function loadAlerts(): Promise<void> {
+    let r: RunAlerts;
+    try {
+      r = await api.alerts(id);
+    } catch (e) {
+      clear(alertsBox);
+      alertsBox.dataset.state = "error";
+      alertsBox.dataset.count = "0";
+      alertsBox.append(h("div", { class: "error", id: "alerts-error" }, "Alerts: " + (e instanceof Error ? e.message : String(e))));
+      return;
+    }
+    clear(alertsBox);
+    alertsBox.dataset.count = String(r.alerts.length);
+    if (r.alertmanager === null) {
+      alertsBox.dataset.state = "off";
+      alertsBox.append(h("div", { class: "hint", id: "alerts-note" }, r.note ?? "No Alertmanager configured."));
+      return;
+    }
+    if (r.alerts.length === 0) {
+      alertsBox.dataset.state = "none";
+      alertsBox.append(h("div", { class: "empty panel" }, `No alerts for run ${id} in Alertmanager (${r.alertmanager}).`));
+      return;
+    }
+    alertsBox.dataset.state = "alerts";
+    alertsBox.append(
+      h(
+        "div",
+        { class: "table-wrap" },
+        h(
+          "table",
+          { id: "alerts-table" },
+          h("thead", {}, h("tr", {}, h("th", {}, "severity"), h("th", {}, "alert"), h("th", {}, "state"), h("th", {}, "summary"), h("th", {}, "since"))),
+          h("tbody", {}, r.alerts.map(alertRow)),
+        ),
+      ),
+      h("div", { class: "hint" }, `From Alertmanager at ${r.alertmanager}; refreshed every ${ALERTS_POLL_MS / 1000} s.`),
+    );
+  }
+
   renderMeta();
   await syncCharts();
   root.dataset.renderMs = (performance.now() - t0).toFixed(1);
   await loadLog();
+  void loadAlerts();
+  const alertsTimer = window.setInterval(() => void loadAlerts(), ALERTS_POLL_MS);
 
   let timer = 0;
   let disposed = false;
@@ -208,6 +277,7 @@ export async function renderRun(root: HTMLElement, _params: URLSearchParams, arg
   return () => {
     disposed = true;
     clearTimeout(timer);
+    clearInterval(alertsTimer);
     charts.forEach((c) => c.destroy());
   };
 }
