@@ -29,10 +29,7 @@ std::string UtcNow() {
 
 int64_t VersionFromName(const std::string& dir) {
   const std::string name = fs::path(dir).lexically_normal().filename().string();
-  if (name.empty() || name.size() > 18 || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return 1;
-  }
-  return std::stoll(name);
+  return IsVersionName(name) ? std::stoll(name) : 1;
 }
 
 Status WriteText(const std::string& path, std::string_view text) {

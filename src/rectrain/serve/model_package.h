@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rectrain/base/result.h"
@@ -24,6 +25,15 @@
 namespace rectrain::serve {
 
 inline constexpr int kPackageFormatVersion = 1;
+
+// A version directory's name: 1 to 18 decimal digits ("7"; "7.tmp-42" is not one).
+inline bool IsVersionName(std::string_view name) {
+  if (name.empty() || name.size() > 18) return false;
+  for (char c : name) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
 
 enum class RowType : uint8_t { kFp32 = 0, kFp16 = 1, kInt8 = 2 };
 std::string_view RowTypeName(RowType t);  // fp32 | fp16 | int8

@@ -255,7 +255,7 @@ struct ModelService::Impl {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(options.model_path, ec)) {
       const std::string name = e.path().filename().string();
-      if (name.empty() || name.size() > 18 || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+      if (!IsVersionName(name)) continue;
       if (!fs::exists(e.path() / "manifest.json", ec)) continue;
       out.emplace_back(std::stoll(name), e.path().string());
     }
