@@ -242,6 +242,15 @@ TEST_F(RequestTest, RowsByNameAndLines) {
   lines = ParsePredictRequest(R"({"lines": ["1,3,rome"]})", *parser_, 10);
   ASSERT_TRUE(lines.ok());
   EXPECT_EQ(*lines, (std::vector<std::string>{"1,3,rome"}));
+  // Escapes, whitespace and an empty list, on the fast path and the general one alike.
+  for (bool general : {false, true}) {
+    lines = ParsePredictRequest(" {\n\"lines\" :[ \"a\\tb\\\\c\\\"d\\/\" , \"\\u0041x\"]}\n", *parser_, 10, general);
+    ASSERT_TRUE(lines.ok()) << lines.status();
+    EXPECT_EQ(*lines, (std::vector<std::string>{"a\tb\\c\"d/", "Ax"}));
+    lines = ParsePredictRequest(R"({"lines": []})", *parser_, 10, general);
+    ASSERT_TRUE(lines.ok());
+    EXPECT_TRUE(lines->empty());
+  }
   EXPECT_TRUE(ParsePredictRequest(R"({"rows": []})", *parser_, 10).ok());
 }
 
@@ -276,7 +285,8 @@ TEST_F(RequestTest, BadBodiesNameWhatIsWrong) {
 }
 
 TEST_F(RequestTest, FuzzedBodiesNeverCrashAndFailCleanly) {
-  const std::string seeds[] = {R"({"rows": [{"age": 31, "city": "paris"}, {"age": null}]})", R"({"lines": ["1,3,rome", "0,,x"]})"};
+  const std::string seeds[] = {R"({"rows": [{"age": 31, "city": "paris"}, {"age": null}]})",
+                               R"({"lines": ["1,3,rome", "0,,x\t\"y\"", "1,2,\u00e9"]})"};
   std::mt19937_64 rng(11);
   const std::string alphabet = "{}[]\",:\\ 0123456789.-eE+truefalsnul\n\tabc\x01\xff";
   int ok = 0;
@@ -292,6 +302,14 @@ TEST_F(RequestTest, FuzzedBodiesNeverCrashAndFailCleanly) {
       }
     }
     auto r = ParsePredictRequest(body, *parser_, 100);
+    // The fast path for {"lines": [...]} agrees with the JSON parser on every body.
+    auto general = ParsePredictRequest(body, *parser_, 100, /*general=*/true);
+    ASSERT_EQ(r.ok(), general.ok()) << body;
+    if (r.ok()) {
+      ASSERT_EQ(*r, *general) << body;
+    } else {
+      ASSERT_EQ(r.status(), general.status()) << body;
+    }
     if (r.ok()) {
       ++ok;
       for (const std::string& line : *r) {  // whatever it accepted parses or fails cleanly

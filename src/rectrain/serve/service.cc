@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <future>
@@ -82,10 +83,66 @@ void AppendRows(const data::Batch& src, data::Batch* dst) {
   dst->size += src.size;
 }
 
+// The common request, {"lines": ["...", ...]} of printable ASCII, read without building a JSON
+// document (the general parser took a quarter of the server's CPU at 256 rows per request).
+// Returns false for anything else, which the general parser then reads (and reports on); where
+// it returns true, the lines are exactly the general parser's (serve_test fuzzes both).
+bool FastLines(std::string_view b, int64_t max_rows, std::vector<std::string>* out) {
+  size_t i = 0;
+  auto ws = [&] {
+    while (i < b.size() && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')) ++i;
+  };
+  auto eat = [&](std::string_view t) {
+    ws();
+    if (b.substr(i, t.size()) != t) return false;
+    i += t.size();
+    return true;
+  };
+  if (!eat("{") || !eat("\"lines\"") || !eat(":") || !eat("[")) return false;
+  out->clear();
+  ws();
+  if (i < b.size() && b[i] == ']') {
+    ++i;
+  } else {
+    while (true) {
+      if (!eat("\"")) return false;
+      std::string& line = out->emplace_back();
+      while (true) {
+        const size_t run = i;
+        while (i < b.size() && b[i] != '"' && b[i] != '\\' && static_cast<unsigned char>(b[i]) >= 0x20 &&
+               static_cast<unsigned char>(b[i]) < 0x80) {
+          ++i;
+        }
+        line.append(b.data() + run, i - run);
+        if (i >= b.size()) return false;
+        if (b[i] == '"') break;
+        if (b[i] != '\\' || i + 1 >= b.size()) return false;  // a control or non-ASCII byte
+        const char e = b[i + 1];
+        const char* from = "\"\\/bfnrt";
+        const char* to = "\"\\/\b\f\n\r\t";
+        const char* at = std::strchr(from, e);
+        if (e == '\0' || at == nullptr) return false;  // \uXXXX and bad escapes: the general parser
+        line += to[at - from];
+        i += 2;
+      }
+      ++i;  // the closing quote
+      if (static_cast<int64_t>(out->size()) > max_rows) return false;  // the general path's message
+      if (eat(",")) continue;
+      if (eat("]")) break;
+      return false;
+    }
+  }
+  if (!eat("}")) return false;
+  ws();
+  return i == b.size();
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, const data::RowParser& parser,
-                                                     int64_t max_rows) {
+                                                     int64_t max_rows, bool general) {
+  std::vector<std::string> fast;
+  if (!general && FastLines(body, max_rows, &fast)) return fast;
   // A valid request nests 3 deep; refuse deep nesting before the parser builds it.
   int depth = 0;
   bool in_string = false;

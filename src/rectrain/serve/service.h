@@ -50,10 +50,11 @@ struct ServiceOptions {
   std::ostream* log = nullptr;    // reload lines; null: stderr
 };
 
-// Rows of one request as lines of the model's layout. InvalidArgument names the row and field
+// Rows of one request as lines of the model's layout (`general`: always through the JSON
+// parser, not the fast path for {"lines": [...]}; for tests). InvalidArgument names the row and field
 // (rows[3].C1: ...); ResourceExhausted when there are more than max_rows. Never throws.
 Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, const data::RowParser& parser,
-                                                     int64_t max_rows);
+                                                     int64_t max_rows, bool general = false);
 
 class ModelService {
  public:
