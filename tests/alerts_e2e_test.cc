@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/http_util.h"
+#include "tests/process_util.h"
 #include "tests/test_util.h"
 
 #ifndef RECTRAIN_BINARY
@@ -34,54 +35,14 @@ namespace rectrain {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::FreePort;
 using testing::HttpGet;
+using testing::ReplaceAll;
+using testing::Spawn;
+using testing::Stop;
 using testing::ReadAll;
 using testing::WriteAll;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
-  size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-  }
-  return s;
-}
-
-// Starts argv with stderr (and stdout) to `log`.
-pid_t Spawn(const std::vector<std::string>& argv_in, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* e = freopen(log.c_str(), "w", stderr);
-    (void)e;
-    dup2(2, 1);
-    std::vector<char*> argv;
-    for (const auto& a : argv_in) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-void Stop(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-}
 
 // Polls `probe` every 200 ms until it returns true or `seconds` pass.
 bool WaitUntil(double seconds, const std::function<bool()>& probe) {
