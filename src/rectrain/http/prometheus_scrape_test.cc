@@ -3,10 +3,6 @@
 // when the prometheus binary is not installed (scripts/install_deps.sh installs it).
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,33 +14,17 @@
 #include <thread>
 
 #include "rectrain/http/server.h"
+#include "tests/process_util.h"
 
 namespace rectrain::http {
 namespace {
 
 namespace fs = std::filesystem;
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
-  size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
-  }
-  return s;
-}
+using testing::FreePort;
+using testing::ReplaceAll;
+using testing::Spawn;
+using testing::Stop;
 
 TEST(PrometheusScrapeTest, RealPrometheusScrapesOurMetrics) {
   const fs::path binary = "/usr/bin/prometheus";
@@ -79,19 +59,11 @@ TEST(PrometheusScrapeTest, RealPrometheusScrapesOurMetrics) {
   std::ofstream(dir / "prometheus.yml") << cfg;
   const int prom_port = FreePort();
 
-  pid_t pid = fork();
+  const pid_t pid = Spawn({binary.string(), "--config.file=" + (dir / "prometheus.yml").string(),
+                           "--storage.tsdb.path=" + (dir / "data").string(),
+                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
+                          (dir / "prometheus.log").string());
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::string config = "--config.file=" + (dir / "prometheus.yml").string();
-    std::string storage = "--storage.tsdb.path=" + (dir / "data").string();
-    std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(prom_port);
-    std::string log = (dir / "prometheus.log").string();
-    FILE* f = freopen(log.c_str(), "w", stderr);
-    (void)f;
-    execl(binary.c_str(), "prometheus", config.c_str(), storage.c_str(), listen.c_str(),
-          "--log.level=warn", static_cast<char*>(nullptr));
-    _exit(127);
-  }
 
   httplib::Client client("127.0.0.1", prom_port);
   client.set_connection_timeout(1, 0);
@@ -116,9 +88,7 @@ TEST(PrometheusScrapeTest, RealPrometheusScrapesOurMetrics) {
     auto j = nlohmann::json::parse(up->body);
     ASSERT_FALSE(j["data"]["result"].empty()) << up->body;
   }
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  Stop(pid);
   std::ifstream log_in(dir / "prometheus.log");
   std::stringstream log;
   log << log_in.rdbuf();
