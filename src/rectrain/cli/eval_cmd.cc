@@ -46,10 +46,9 @@ int RunEval(const std::vector<std::string>& args) {
       serve::AppendProbability(p, &text);
       text += '\n';
     }
-    auto w = io::AtomicFileWriter::Create(predictions_path);
-    Status st = w.ok() ? (*w)->Append(text) : w.status();
-    if (st.ok()) st = (*w)->Commit();
-    if (!st.ok()) return ReportError(kCmd, st.WithContext("--predictions"));
+    if (Status st = io::WriteFileAtomically(predictions_path, text); !st.ok()) {
+      return ReportError(kCmd, st.WithContext("--predictions"));
+    }
   }
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   if (json) {

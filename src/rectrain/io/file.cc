@@ -159,6 +159,12 @@ Status AtomicFileWriter::Commit() {
   return OkStatus();
 }
 
+Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> w, AtomicFileWriter::Create(path));
+  RECTRAIN_RETURN_IF_ERROR(w->Append(bytes));
+  return w->Commit();
+}
+
 Result<std::string> ReadFileToString(const std::string& path) {
   RECTRAIN_ASSIGN_OR_RETURN(auto file, RandomAccessFile::Open(path));
   std::string s(static_cast<size_t>(file->size()), '\0');

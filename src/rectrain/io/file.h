@@ -81,6 +81,8 @@ class AtomicFileWriter {
 
 // Reads a whole (small) file into a string. NotFound / InvalidArgument as for Open.
 Result<std::string> ReadFileToString(const std::string& path);
+// Writes `bytes` as the whole of `path` through an AtomicFileWriter (all or nothing).
+Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 // Identifies a file's version cheaply: its size, modification time and a hash of its first and
 // last 64 KiB. Caches derived from a file (statistics, the binary sample cache) store it and are

@@ -92,5 +92,13 @@ TEST_F(FileTest, AtomicWriterCommitsOrLeavesNothing) {
   EXPECT_FALSE(bad.ok());
 }
 
+TEST_F(FileTest, WriteFileAtomicallyReplacesTheWholeFile) {
+  const std::string p = Write("f.txt", "old and longer");
+  ASSERT_TRUE(WriteFileAtomically(p, "new").ok());
+  EXPECT_EQ(*ReadFileToString(p), "new");
+  EXPECT_FALSE(WriteFileAtomically((dir_ / "no/such/f.txt").string(), "x").ok());
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 1);  // no temp file left
+}
+
 }  // namespace
 }  // namespace rectrain::io

@@ -32,12 +32,6 @@ int64_t VersionFromName(const std::string& dir) {
   return IsVersionName(name) ? std::stoll(name) : 1;
 }
 
-Status WriteText(const std::string& path, std::string_view text) {
-  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::AtomicFileWriter> w, io::AtomicFileWriter::Create(path));
-  RECTRAIN_RETURN_IF_ERROR(w->Append(text));
-  return w->Commit();
-}
-
 }  // namespace
 
 Result<ExportReport> ExportRun(const ExportOptions& o) {
@@ -77,7 +71,7 @@ Result<ExportReport> ExportRun(const ExportOptions& o) {
     fs::remove_all(tmp, ignored);
     return s;
   };
-  Status st = WriteText(tmp + "/config.yaml", t.config_yaml);
+  Status st = io::WriteFileAtomically(tmp + "/config.yaml", t.config_yaml);
   if (st.ok()) st = train::WriteDenseFile(tmp + "/dense.bin", t.model->Params(), {});
   if (!st.ok()) return cleanup(st);
   for (const auto& table : t.tables) {
@@ -129,7 +123,7 @@ Result<ExportReport> ExportRun(const ExportOptions& o) {
   for (auto& pt : m.tables) {
     if (st.ok()) st = describe(&pt.file, pt.file.path);
   }
-  if (st.ok()) st = WriteText(tmp + "/manifest.json", ManifestToJson(m));
+  if (st.ok()) st = io::WriteFileAtomically(tmp + "/manifest.json", ManifestToJson(m));
   if (!st.ok()) return cleanup(st);
   if (o.overwrite) fs::remove_all(out, ec);
   fs::rename(tmp, out, ec);

@@ -88,8 +88,6 @@ PackageFile FileFromJson(const json& j) {
   return f;
 }
 
-Status ErrnoStatus(const std::string& what) { return ErrnoToStatus(errno, what); }
-
 }  // namespace
 
 void EncodeRow(RowType type, const float* w, int dim, uint8_t* row) {
@@ -233,7 +231,7 @@ Result<Manifest> ReadManifest(const std::string& dir) {
 Result<PackageFile> DescribeFile(const std::string& dir, const std::string& relative_path) {
   const std::string path = dir + "/" + relative_path;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("cannot open " + path);
+  if (fd < 0) return ErrnoToStatus(errno, "cannot open " + path);
   XXH64_state_t* state = XXH64_createState();
   XXH64_reset(state, 0);
   std::vector<char> buf(1 << 20);
@@ -243,7 +241,7 @@ Result<PackageFile> DescribeFile(const std::string& dir, const std::string& rela
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      st = ErrnoStatus("cannot read " + path);
+      st = ErrnoToStatus(errno, "cannot read " + path);
       break;
     }
     if (n == 0) break;
@@ -318,9 +316,7 @@ Status WriteTableFile(const std::string& path, int dim, RowType type, std::span<
     slot_rows[s] = static_cast<uint32_t>(i + 1);
     EncodeRow(type, weights.data() + i * static_cast<size_t>(dim), dim, file.data() + h.rows_offset + (i + 1) * h.row_bytes);
   }
-  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::AtomicFileWriter> w, io::AtomicFileWriter::Create(path));
-  RECTRAIN_RETURN_IF_ERROR(w->Append(std::string_view(reinterpret_cast<const char*>(file.data()), file.size())));
-  return w->Commit();
+  return io::WriteFileAtomically(path, std::string_view(reinterpret_cast<const char*>(file.data()), file.size()));
 }
 
 }  // namespace rectrain::serve

@@ -271,9 +271,7 @@ Status TrainLoop::SetupLocal() {
     RECTRAIN_ASSIGN_OR_RETURN(meta_, ReadCheckpointMeta(*resume_from_));
   }
   if (lead()) {
-    RECTRAIN_ASSIGN_OR_RETURN(auto w, io::AtomicFileWriter::Create(opt_.run_dir + "/config.yaml"));
-    RECTRAIN_RETURN_IF_ERROR(w->Append(lc_.resolved_yaml));
-    RECTRAIN_RETURN_IF_ERROR(w->Commit());
+    RECTRAIN_RETURN_IF_ERROR(io::WriteFileAtomically(opt_.run_dir + "/config.yaml", lc_.resolved_yaml));
   }
   log_->Log(std::string(opt_.resume ? "resuming" : "starting") + " run in " + opt_.run_dir + ": model " +
             c_.model.type + ", " + std::to_string(c_.threads) + " threads, batch " +
