@@ -87,6 +87,16 @@ std::vector<std::string> FieldNames() {
   return names;
 }
 
+// DeepFM with the default MLP (400-400-400) at `shape`, fp32 or bf16 GEMMs.
+std::unique_ptr<Model> MakeDeepFm(const Shape& shape, bool bf16) {
+  ModelConfig config;
+  config.type = "deepfm";
+  config.embedding_dim = shape.dim;
+  config.precision = bf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
+  embedding::EmbeddingTableConfig tmpl;
+  return std::move(MakeModel(config, FieldNames(), shape.num_dense, tmpl)).value();
+}
+
 void BM_DeepFmStep(benchmark::State& state) {
   const Shape shape = ShapeOf(state.range(0));
   const int threads = static_cast<int>(state.range(1));
@@ -97,12 +107,7 @@ void BM_DeepFmStep(benchmark::State& state) {
   }
   omp_set_num_threads(threads);
   const ComputeContext compute{threads};
-  ModelConfig config;
-  config.type = "deepfm";
-  config.embedding_dim = shape.dim;
-  config.precision = bf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
-  embedding::EmbeddingTableConfig tmpl;
-  auto model = std::move(MakeModel(config, FieldNames(), shape.num_dense, tmpl)).value();
+  auto model = MakeDeepFm(shape, bf16);
   Inputs in(shape.dim, shape.num_dense);
   std::vector<float> logits(kBatch), dlogits(kBatch), grads(in.rows.size());
   std::vector<std::span<float>> grad_spans = {grads};
@@ -131,14 +136,9 @@ void BM_DeepFmForward(benchmark::State& state) {
   }
   omp_set_num_threads(threads);
   const ComputeContext compute{threads};
-  ModelConfig config;
-  config.type = "deepfm";
-  config.embedding_dim = 16;
-  config.hidden = {400, 400, 400};
-  config.precision = bf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
-  embedding::EmbeddingTableConfig tmpl;
-  auto model = std::move(MakeModel(config, FieldNames(), 13, tmpl)).value();
-  Inputs in(16, 13, batch);
+  const Shape shape = ShapeOf(0);  // criteo
+  auto model = MakeDeepFm(shape, bf16);
+  Inputs in(shape.dim, shape.num_dense, batch);
   std::vector<float> logits(static_cast<size_t>(batch));
   RECTRAIN_CHECK(model->Forward(in.input, false, logits, compute).ok());
   for (auto _ : state) {
