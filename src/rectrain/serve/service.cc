@@ -270,8 +270,14 @@ struct Metrics {
   http::Counter* reload_ok = nullptr;
   http::Counter* reload_failed = nullptr;
 
+  http::Counter* requests_ok = nullptr;  // code 200, looked up once: the hot path
+
   void Request(int code) {
     if (registry == nullptr) return;
+    if (code == 200) {
+      requests_ok->Increment();
+      return;
+    }
     if (auto c = registry->GetCounter("rectrain_serve_requests_total", "Prediction requests by HTTP status.",
                                       {{"code", std::to_string(code)}});
         c.ok()) {
@@ -506,6 +512,8 @@ Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& 
     RECTRAIN_ASSIGN_OR_RETURN(m.reload_ok, registry->GetCounter("rectrain_serve_reloads_total", "Model loads by result.", {{"result", "ok"}}));
     RECTRAIN_ASSIGN_OR_RETURN(m.reload_failed,
                               registry->GetCounter("rectrain_serve_reloads_total", "Model loads by result.", {{"result", "failed"}}));
+    RECTRAIN_ASSIGN_OR_RETURN(m.requests_ok, registry->GetCounter("rectrain_serve_requests_total",
+                                                                  "Prediction requests by HTTP status.", {{"code", "200"}}));
   }
   bool reloaded = false;
   if (!impl->versions_dir) {
