@@ -23,8 +23,8 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
     if (e.path().extension() == ".yaml") names.push_back(e.path().stem());
   }
   std::sort(names.begin(), names.end());
-  // The eight documented CTR examples are all there (and the image classifier, tested below).
-  EXPECT_EQ(names, (std::vector<std::string>{"autoint", "dcn_v2", "deepfm", "dlrm", "fashion_mnist_mlp", "fm", "lr", "wide_deep", "xdeepfm"}));
+  // The nine documented CTR examples are all there (and the image classifier, tested below).
+  EXPECT_EQ(names, (std::vector<std::string>{"autoint", "dcn_v2", "deepfm", "dlrm", "fashion_mnist_mlp", "fm", "fwfm", "lr", "wide_deep", "xdeepfm"}));
   names.erase(std::find(names.begin(), names.end(), "fashion_mnist_mlp"));
   std::vector<std::string> sparse;
   for (int i = 1; i <= 26; ++i) sparse.push_back("C" + std::to_string(i));
@@ -34,7 +34,9 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->config.model.type, name);
     EXPECT_EQ(c->config.train_files, std::vector<std::string>{"data/train.tsv"});
-    auto model = nn::MakeModel(c->config.model, sparse, 13, c->config.embedding);
+    // A config that lists its categorical fields (fwfm adds bucketised dense ones) builds on them.
+    const auto& fields = c->config.data.schema.sparse.empty() ? sparse : c->config.data.schema.sparse;
+    auto model = nn::MakeModel(c->config.model, fields, 13, c->config.embedding);
     ASSERT_TRUE(model.ok()) << model.status();
   }
 }

@@ -1,4 +1,4 @@
-// The model zoo. lr, fm, wide_deep, deepfm, dcn_v2, xdeepfm and autoint are instances of one
+// The model zoo. lr, fm, wide_deep, deepfm, dcn_v2, xdeepfm, autoint and fwfm are instances of one
 // ComposedModel:
 //
 //   x0 = [ pooled embeddings of every field | dense features ]          [B × (Σ emb dims + nd)]
@@ -6,7 +6,9 @@
 //     first_order = Σ_f w_f(id) + linear(dense)   (w_f: column 0 of the field's table row)
 //     fm          = FM second-order interaction over the field embeddings (needs equal dims)
 //     field_net   = Dense(CompressedInteraction(field embeddings)) (xdeepfm), or
-//                   Dense(FieldSelfAttention^L(field embeddings)) (autoint); equal dims
+//                   Dense(FieldSelfAttention^L(field embeddings)) (autoint), or
+//                   Dense(DotInteraction(field embeddings)) (fwfm: a weight per field pair);
+//                   equal dims
 //     deep        = MLP(x0), or for dcn_v2 MLP(CrossNetwork(x0)) (stacked)
 // dlrm (bottom MLP, dot interaction, top MLP) and mlp have their own classes below.
 // See docs/models.md for the equations and config keys per type.
@@ -37,7 +39,7 @@
 namespace rectrain::nn {
 namespace {
 
-const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mmoe", "mlp"};
+const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "fwfm", "dlrm", "din", "mmoe", "mlp"};
 
 struct Parts {
   bool first_order = false;
@@ -243,7 +245,7 @@ class ComposedModel final : public Model {
   int64_t num_dense_;
   bool first_order_;
   std::unique_ptr<FmInteraction> fm_;
-  std::unique_ptr<Sequential> field_net_;  // cin (xdeepfm) or self-attention (autoint)
+  std::unique_ptr<Sequential> field_net_;  // cin (xdeepfm), self-attention (autoint), weighted dots (fwfm)
   std::unique_ptr<Sequential> deep_;
   GemmPrecision precision_;
   std::unique_ptr<Dense> linear_;      // first-order linear over the dense features
@@ -862,7 +864,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
                                 std::to_string(config.embedding_dim));
   }
-  const bool equal_dims_required = type == "fm" || type == "deepfm" || type == "xdeepfm" || type == "autoint" || type == "dlrm" || type == "din";
+  const bool equal_dims_required = type == "fm" || type == "deepfm" || type == "xdeepfm" || type == "autoint" || type == "fwfm" || type == "dlrm" || type == "din";
   if (!config.field_dims.empty() && type == "lr") {
     return InvalidArgumentError(
         "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
@@ -931,6 +933,9 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                   std::to_string(config.attention_head_dim));
     }
     if (sparse_names.empty()) return InvalidArgumentError("model autoint needs categorical fields (its attention runs over field embeddings)");
+  }
+  if (type == "fwfm" && sparse_names.size() < 2) {
+    return InvalidArgumentError("model fwfm needs at least 2 categorical fields (it weights the dot product of every field pair)");
   }
   int history_field = -1, target_field = -1;
   if (type == "din") {
@@ -1083,9 +1088,18 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     }
     parts.field_net->Add(std::make_unique<Dense>("attention.out", fields * dim, 1, Activation::kNone, WeightInit::kXavier, config.seed));
   }
-  // autoint without hidden layers is the plain AutoInt; with them AutoInt+ (a DNN beside it).
+  if (type == "fwfm") {
+    const int64_t fields = static_cast<int64_t>(sparse_names.size());
+    parts.field_net = std::make_unique<Sequential>("fwfm");
+    auto dots = std::make_unique<DotInteraction>("fwfm.dots", fields, config.embedding_dim, /*keep_first=*/false);
+    const int64_t pairs = dots->out_features();
+    parts.field_net->Add(std::move(dots));
+    parts.field_net->Add(std::make_unique<Dense>("fwfm.pair_weights", pairs, 1, Activation::kNone, WeightInit::kXavier, config.seed));
+  }
+  // autoint and fwfm without hidden layers are the plain models; with them a DNN runs beside
+  // (AutoInt+, and FwFM's deep variant).
   if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2" || type == "xdeepfm" ||
-      (type == "autoint" && !config.hidden.empty())) {
+      ((type == "autoint" || type == "fwfm") && !config.hidden.empty())) {
     const int64_t in = emb_width + num_dense;
     parts.deep = std::make_unique<Sequential>("deep");
     if (type == "dcn_v2") {

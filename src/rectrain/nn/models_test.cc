@@ -77,6 +77,9 @@ std::vector<ModelCase> Cases() {
   ModelCase autoint_plain{"autoint_no_dnn", SmallConfig("autoint")};  // AutoInt without the DNN
   autoint_plain.config.hidden = {};
   cases.push_back(autoint_plain);
+  ModelCase fwfm_plain{"fwfm_no_dnn", SmallConfig("fwfm")};  // FwFM without the DNN
+  fwfm_plain.config.hidden = {};
+  cases.push_back(fwfm_plain);
   ModelCase dlrm_nodense{"dlrm_nodense", SmallConfig("dlrm"), false, 0};  // fields only: no bottom MLP
   cases.push_back(dlrm_nodense);
   ModelCase dlrm_deep{"dlrm_bottom2_dropout", SmallConfig("dlrm")};
@@ -283,16 +286,16 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
     EXPECT_FALSE(m.ok());
     return m.ok() ? std::string() : m.status().message();
   };
-  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "dlrm", "din", "mmoe", "mlp"}));
+  EXPECT_EQ(ModelTypes(), (std::vector<std::string>{"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "fwfm", "dlrm", "din", "mmoe", "mlp"}));
   ModelConfig c = SmallConfig("deepfn");
   EXPECT_EQ(err(c), "model.type: unknown model type \"deepfn\"; valid types: lr, fm, wide_deep, "
-                    "deepfm, dcn_v2, xdeepfm, autoint, dlrm, din, mmoe, mlp");
+                    "deepfm, dcn_v2, xdeepfm, autoint, fwfm, dlrm, din, mmoe, mlp");
   c = SmallConfig("deepfm");
   c.field_dims = {{"C1", 8}};
   EXPECT_EQ(err(c), "model.field_dims is not supported by model type \"deepfm\": its "
                     "interaction needs every field to have the same dim; set "
                     "model.embedding_dim instead, or use wide_deep or dcn_v2");
-  for (const char* type : {"xdeepfm", "autoint", "dlrm", "din"}) {
+  for (const char* type : {"xdeepfm", "autoint", "fwfm", "dlrm", "din"}) {
     c = SmallConfig(type);
     c.field_dims = {{"C1", 8}};
     EXPECT_NE(err(c).find(std::string("model type \"") + type + "\""), std::string::npos) << type;
@@ -334,6 +337,8 @@ TEST(ModelZooTest, ErrorsNameTheKey) {
   EXPECT_EQ(err(c), "model.bottom[0] must be >= 1, got 0");
   EXPECT_EQ(MakeModel(SmallConfig("dlrm"), {"C1"}, 0, tmpl).status().message(),
             "model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
+  EXPECT_EQ(MakeModel(SmallConfig("fwfm"), {"C1"}, 3, tmpl).status().message(),
+            "model fwfm needs at least 2 categorical fields (it weights the dot product of every field pair)");
   EXPECT_EQ(MakeModel(SmallConfig("xdeepfm"), {}, 3, tmpl).status().message(),
             "model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
   c = SmallConfig("fm");
