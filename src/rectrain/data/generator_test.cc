@@ -142,6 +142,41 @@ TEST(GeneratorTest, ProbFileIsTheTruthOfEachRowWhateverTheSeed) {
   }
 }
 
+// Terms splits the logit the generator uses (bench/zoo/criteo_ceiling.cc leaves parts out).
+TEST(GeneratorTest, TermsAddUpToTheLogitAndUnknownFieldsDropTheirEffects) {
+  auto truth = SyntheticTruth::ForShape("criteo");
+  ASSERT_TRUE(truth.ok());
+  Rng rng(5);
+  std::vector<int64_t> dense(13), tokens(26);
+  bool none[26], all[26];
+  std::fill(std::begin(none), std::end(none), false);
+  std::fill(std::begin(all), std::end(all), true);
+  for (int i = 0; i < 200; ++i) {
+    truth->SampleRow(rng, dense.data(), tokens.data());
+    const auto t = truth->Terms(dense.data(), tokens.data());
+    EXPECT_EQ(truth->bias() + t.total, truth->Logit(dense.data(), tokens.data()));  // the same bits
+    EXPECT_NEAR(t.main + t.pairs + t.dense + t.noise, t.total, 1e-12);
+    EXPECT_NE(t.main, 0.0);
+    EXPECT_NE(t.pairs, 0.0);
+    EXPECT_NE(t.noise, 0.0);
+    const auto known = truth->Terms(dense.data(), tokens.data(), all);
+    EXPECT_EQ(known.total, t.total);
+    const auto unknown = truth->Terms(dense.data(), tokens.data(), none);
+    EXPECT_EQ(unknown.main, 0.0);
+    EXPECT_EQ(unknown.pairs, 0.0);
+    EXPECT_EQ(unknown.dense, t.dense);  // dense and noise do not depend on the tokens' flags
+    EXPECT_EQ(unknown.noise, t.noise);
+    // Field 0 (never missing) interacts with fields 1 and 5: without it, its main effect and
+    // those pairs go.
+    bool but_first[26];
+    std::copy(std::begin(all), std::end(all), but_first);
+    but_first[0] = false;
+    const auto partial = truth->Terms(dense.data(), tokens.data(), but_first);
+    EXPECT_NE(partial.main, t.main);
+    EXPECT_NE(partial.pairs, t.pairs);
+  }
+}
+
 TEST(GeneratorTest, LabelRateAndOracleAucAreInRange) {
   TempDir dir;
   for (const std::string shape : {"criteo", "easy", "seed"}) {

@@ -159,36 +159,56 @@ void SyntheticTruth::SampleRow(Rng& rng, int64_t* dense, int64_t* tokens) const 
   }
 }
 
-double SyntheticTruth::LogitWithoutBias(const int64_t* dense, const int64_t* tokens) const {
-  double logit = 0;
+SyntheticTruth::LogitTerms SyntheticTruth::Terms(const int64_t* dense, const int64_t* tokens,
+                                                 const bool* known) const {
+  // `total` adds every term in the order the generator always has, so that
+  // LogitWithoutBias (and with it every .prob file) keeps its exact bits.
+  LogitTerms t;
   uint64_t row_hash = kTruthSeed;
   for (size_t f = 0; f < fields_.size(); ++f) {
     const uint64_t key = TokenKey(tokens[f]);
-    logit += fields_[f].effect_sd * Gauss(H(10, f, key));
+    if (known == nullptr || known[f]) {
+      const double main = fields_[f].effect_sd * Gauss(H(10, f, key));
+      t.main += main;
+      t.total += main;
+    }
     row_hash = Mix64(row_hash ^ key);
   }
   for (const Pair& p : pairs_) {
+    if (known != nullptr && !(known[p.a] && known[p.b])) continue;
     const uint64_t ka = TokenKey(tokens[p.a]);
     const uint64_t kb = TokenKey(tokens[p.b]);
     double dot = 0;
     for (int c = 0; c < kLatentDim; ++c) {
       dot += Gauss(H(11 + c, p.a, ka)) * Gauss(H(11 + c, p.b, kb));
     }
-    logit += p.weight * dot * 0.5;  // 1/√K with K = 4
+    const double pair = p.weight * dot * 0.5;  // 1/√K with K = 4
+    t.pairs += pair;
+    t.total += pair;
   }
   for (size_t j = 0; j < dense_.size(); ++j) {
     const Dense& d = dense_[j];
+    double effect;
     if (dense[j] < 0 && !missing_dense_as_zero_) {
-      logit += d.missing_effect;
+      effect = d.missing_effect;
       row_hash = Mix64(row_hash ^ 0xffffffffffULL);
     } else {
       const double x = static_cast<double>(std::max<int64_t>(dense[j], 0));
-      logit += d.effect * std::tanh((std::log1p(x) - d.log_mu) / d.log_sd);
+      effect = d.effect * std::tanh((std::log1p(x) - d.log_mu) / d.log_sd);
       row_hash = Mix64(row_hash ^ static_cast<uint64_t>(dense[j]));
     }
+    t.dense += effect;
+    t.total += effect;
   }
-  if (noise_sd_ > 0) logit += noise_sd_ * Gauss(row_hash);
-  return logit;
+  if (noise_sd_ > 0) {
+    t.noise = noise_sd_ * Gauss(row_hash);
+    t.total += t.noise;
+  }
+  return t;
+}
+
+double SyntheticTruth::LogitWithoutBias(const int64_t* dense, const int64_t* tokens) const {
+  return Terms(dense, tokens).total;
 }
 
 double SyntheticTruth::Logit(const int64_t* dense, const int64_t* tokens) const {

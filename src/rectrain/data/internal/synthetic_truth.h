@@ -63,6 +63,20 @@ class SyntheticTruth {
   uint32_t TokenOf(int field, uint64_t rank) const;
 
   double Logit(const int64_t* dense, const int64_t* tokens) const;
+
+  // The logit's terms, for asking what a model could reach with less than the whole truth
+  // (bench/zoo/criteo_ceiling.cc). Logit = bias() + total; total is main + pairs + dense + noise
+  // summed in the generator's order (so it keeps the bits of every .prob file).
+  // With `known` (one flag per sparse field), a field whose flag is false contributes neither
+  // its main effect nor the pairs it is in (as a model that never saw its token would).
+  struct LogitTerms {
+    double main = 0.0;
+    double pairs = 0.0;
+    double dense = 0.0;
+    double noise = 0.0;
+    double total = 0.0;
+  };
+  LogitTerms Terms(const int64_t* dense, const int64_t* tokens, const bool* known = nullptr) const;
   double Probability(const int64_t* dense, const int64_t* tokens) const;
 
  private:

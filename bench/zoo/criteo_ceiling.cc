@@ -1,0 +1,141 @@
+// criteo_ceiling: how close could any model get to the oracle on generated data, given the
+// training rows it has? docs/benchmarks.md "Model zoo" quotes its output.
+//
+// It recomputes the generator's truth (data/internal/synthetic_truth.h) for every validation row
+// and scores it with parts of the truth left out:
+//   - the oracle itself (checks that this tool reproduces valid.tsv.prob's AUC);
+//   - without the row-noise term, which is a hash of the whole row: no model can learn it from
+//     other rows, so "noise-free" is the real ceiling;
+//   - main + dense effects only (the pair interactions left out);
+//   - tokens seen at least n times in the training file known exactly (their main effects and
+//     the pairs they are in), every other token contributing 0 (its expected effect).
+// The last line is an optimistic bound for a model trained on TRAIN: it knows a seen id's effect
+// without estimation noise. Tokens are counted per field, with the missing token as one id.
+//
+// Usage: criteo_ceiling TRAIN.tsv VALID.tsv   (files of `rectrain data gen`, criteo shape)
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rectrain/base/parallel.h"
+#include "rectrain/data/internal/synthetic_truth.h"
+#include "rectrain/train/metrics.h"
+
+namespace {
+
+using rectrain::data::internal::SyntheticTruth;
+
+constexpr int kDense = 13;
+constexpr int kSparse = 26;
+
+struct Row {
+  float label = 0;
+  int64_t dense[kDense];
+  int64_t tokens[kSparse];
+};
+
+// One line of `rectrain data gen` output: label, 13 integers, 26 tokens of 8 hex digits; an
+// empty field is missing (-1). Returns false, naming the line, on anything else.
+bool ParseRow(const std::string& line, const std::string& file, int64_t line_no, Row& row) {
+  size_t pos = 0;
+  for (int col = 0; col < 1 + kDense + kSparse; ++col) {
+    const size_t end = std::min(line.find('\t', pos), line.size());
+    const std::string field = line.substr(pos, end - pos);
+    if (end == line.size() && col != kDense + kSparse) {
+      std::fprintf(stderr, "%s:%lld: expected %d tab-separated fields, found %d\n", file.c_str(),
+                   static_cast<long long>(line_no), 1 + kDense + kSparse, col + 1);
+      return false;
+    }
+    char* stop = nullptr;
+    if (col == 0) {
+      row.label = std::strtof(field.c_str(), &stop);
+    } else if (field.empty()) {
+      (col <= kDense ? row.dense[col - 1] : row.tokens[col - 1 - kDense]) = -1;
+    } else if (col <= kDense) {
+      row.dense[col - 1] = std::strtoll(field.c_str(), &stop, 10);
+    } else {
+      row.tokens[col - 1 - kDense] = static_cast<int64_t>(std::strtoull(field.c_str(), &stop, 16));
+    }
+    if (stop != nullptr && *stop != '\0') {
+      std::fprintf(stderr, "%s:%lld: field %d: not a number: \"%s\"\n", file.c_str(),
+                   static_cast<long long>(line_no), col + 1, field.c_str());
+      return false;
+    }
+    pos = end + 1;
+  }
+  return true;
+}
+
+template <typename Fn>
+bool ForEachRow(const std::string& file, Fn fn) {
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot open\n", file.c_str());
+    return false;
+  }
+  std::string line;
+  Row row;
+  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+    if (!ParseRow(line, file, line_no, row)) return false;
+    fn(row);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s TRAIN.tsv VALID.tsv (criteo-shape files of rectrain data gen)\n", argv[0]);
+    return 2;
+  }
+  auto truth = SyntheticTruth::ForShape("criteo");
+  if (!truth.ok()) return 1;
+  std::vector<std::unordered_map<int64_t, uint32_t>> seen(kSparse);
+  int64_t train_rows = 0;
+  if (!ForEachRow(argv[1], [&](const Row& r) {
+        ++train_rows;
+        for (int f = 0; f < kSparse; ++f) ++seen[f][r.tokens[f]];
+      })) {
+    return 1;
+  }
+  const std::vector<uint32_t> min_counts = {1, 3, 10, 30, 100};
+  struct Score {
+    std::string name;
+    std::vector<float> logits;
+  };
+  std::vector<Score> scores = {{"oracle (the generator's truth)", {}},
+                               {"noise-free oracle (truth without the row-noise term)", {}},
+                               {"main + dense effects only (no pairs, no noise)", {}}};
+  for (uint32_t n : min_counts) {
+    scores.push_back({"ids seen >= " + std::to_string(n) + "x in train known exactly, dense exact, no noise", {}});
+  }
+  std::vector<float> labels;
+  if (!ForEachRow(argv[2], [&](const Row& r) {
+        labels.push_back(r.label);
+        const auto all = truth->Terms(r.dense, r.tokens);
+        scores[0].logits.push_back(static_cast<float>(all.total));
+        scores[1].logits.push_back(static_cast<float>(all.main + all.pairs + all.dense));
+        scores[2].logits.push_back(static_cast<float>(all.main + all.dense));
+        for (size_t k = 0; k < min_counts.size(); ++k) {
+          bool known[kSparse];
+          for (int f = 0; f < kSparse; ++f) {
+            const auto it = seen[f].find(r.tokens[f]);
+            known[f] = it != seen[f].end() && it->second >= min_counts[k];
+          }
+          const auto part = truth->Terms(r.dense, r.tokens, known);
+          scores[3 + k].logits.push_back(static_cast<float>(part.main + part.pairs + part.dense));
+        }
+      })) {
+    return 1;
+  }
+  const rectrain::ComputeContext compute{2};
+  std::printf("train rows %lld, valid rows %zu\n", static_cast<long long>(train_rows), labels.size());
+  for (const Score& s : scores) {
+    std::printf("valid auc %.5f  %s\n", rectrain::train::ExactAuc(s.logits, labels, compute), s.name.c_str());
+  }
+  return 0;
+}
