@@ -39,7 +39,19 @@
 namespace rectrain::nn {
 namespace {
 
-const char* const kModelTypes[] = {"lr", "fm", "wide_deep", "deepfm", "dcn_v2", "xdeepfm", "autoint", "fwfm", "dlrm", "din", "mmoe", "mlp"};
+// model.type is a string in the config (the YAML value); MakeModel parses it once into a
+// ModelType, so a misspelt type in the code below is a compile error, not a silent false.
+enum class ModelType { kLr, kFm, kWideDeep, kDeepFm, kDcnV2, kXDeepFm, kAutoInt, kFwFm, kDlrm, kDin, kMmoe, kMlp };
+
+struct NamedModelType {
+  ModelType type;
+  const char* name;
+};
+constexpr NamedModelType kModelTypes[] = {
+    {ModelType::kLr, "lr"},           {ModelType::kFm, "fm"},           {ModelType::kWideDeep, "wide_deep"},
+    {ModelType::kDeepFm, "deepfm"},   {ModelType::kDcnV2, "dcn_v2"},    {ModelType::kXDeepFm, "xdeepfm"},
+    {ModelType::kAutoInt, "autoint"}, {ModelType::kFwFm, "fwfm"},       {ModelType::kDlrm, "dlrm"},
+    {ModelType::kDin, "din"},         {ModelType::kMmoe, "mmoe"},       {ModelType::kMlp, "mlp"}};
 
 struct Parts {
   bool first_order = false;
@@ -777,7 +789,7 @@ class MlpModel final : public Model {
 
 std::string JoinTypes() {
   std::string s;
-  for (const char* t : kModelTypes) s += (s.empty() ? "" : ", ") + std::string(t);
+  for (const NamedModelType& t : kModelTypes) s += (s.empty() ? "" : ", ") + std::string(t.name);
   return s;
 }
 
@@ -829,19 +841,23 @@ void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep, int64_t out
 }  // namespace
 
 std::vector<std::string> ModelTypes() {
-  return std::vector<std::string>(std::begin(kModelTypes), std::end(kModelTypes));
+  std::vector<std::string> names;
+  for (const NamedModelType& t : kModelTypes) names.emplace_back(t.name);
+  return names;
 }
 
 Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                          const std::vector<std::string>& sparse_names,
                                          int num_dense,
                                          const embedding::EmbeddingTableConfig& table_template) {
-  const std::string& type = config.type;
-  const std::vector<std::string> types = ModelTypes();
-  if (std::find(types.begin(), types.end(), type) == types.end()) {
-    return InvalidArgumentError("model.type: unknown model type \"" + type +
+  const std::string& type_name = config.type;
+  const auto named = std::find_if(std::begin(kModelTypes), std::end(kModelTypes),
+                                  [&](const NamedModelType& t) { return type_name == t.name; });
+  if (named == std::end(kModelTypes)) {
+    return InvalidArgumentError("model.type: unknown model type \"" + type_name +
                                 "\"; valid types: " + JoinTypes());
   }
+  const ModelType type = named->type;
   if (num_dense < 0) {
     return InvalidArgumentError("num_dense must be >= 0, got " + std::to_string(num_dense));
   }
@@ -851,7 +867,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
         "slower than fp32); this CPU lacks it, so use model.precision: fp32");
   }
   if (sparse_names.empty() && num_dense == 0) {
-    return InvalidArgumentError("model " + type +
+    return InvalidArgumentError("model " + type_name +
                                 ": the schema has no categorical and no dense features");
   }
   std::set<std::string> names;
@@ -864,14 +880,14 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
                                 std::to_string(config.embedding_dim));
   }
-  const bool equal_dims_required = type == "fm" || type == "deepfm" || type == "xdeepfm" || type == "autoint" || type == "fwfm" || type == "dlrm" || type == "din";
-  if (!config.field_dims.empty() && type == "lr") {
+  const bool equal_dims_required = type == ModelType::kFm || type == ModelType::kDeepFm || type == ModelType::kXDeepFm || type == ModelType::kAutoInt || type == ModelType::kFwFm || type == ModelType::kDlrm || type == ModelType::kDin;
+  if (!config.field_dims.empty() && type == ModelType::kLr) {
     return InvalidArgumentError(
         "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
   }
   if (!config.field_dims.empty() && equal_dims_required) {
     return InvalidArgumentError(
-        "model.field_dims is not supported by model type \"" + type +
+        "model.field_dims is not supported by model type \"" + type_name +
         "\": its interaction needs every field to have the same dim; set "
         "model.embedding_dim instead, or use wide_deep or dcn_v2");
   }
@@ -903,7 +919,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   if (config.num_classes < 1 || config.num_classes > 100000) {
     return InvalidArgumentError("model.num_classes must be in [1, 100000], got " + std::to_string(config.num_classes));
   }
-  if (type == "mmoe") {
+  if (type == ModelType::kMmoe) {
     if (config.num_tasks < 2 || config.num_tasks > 64) {
       return InvalidArgumentError("model mmoe needs 2 to 64 tasks: the label plus model.task_labels (got " + std::to_string(config.num_tasks) + " task(s))");
     }
@@ -914,19 +930,19 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("expert_hidden", config.expert_hidden));
     RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("tower_hidden", config.tower_hidden));
   } else if (config.num_tasks != 1) {
-    return InvalidArgumentError("model.task_labels needs model.type mmoe (a multi-task model); \"" + type + "\" predicts one label");
+    return InvalidArgumentError("model.task_labels needs model.type mmoe (a multi-task model); \"" + type_name + "\" predicts one label");
   }
-  if (config.num_classes > 1 && type != "mlp") {
+  if (config.num_classes > 1 && type != ModelType::kMlp) {
     return InvalidArgumentError("model.num_classes " + std::to_string(config.num_classes) + " needs model.type mlp (a softmax "
-                                "classifier); \"" + type + "\" has one logit (CTR)");
+                                "classifier); \"" + type_name + "\" has one logit (CTR)");
   }
   RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("bottom", config.bottom));
-  if (type == "xdeepfm") {
+  if (type == ModelType::kXDeepFm) {
     if (config.cin_layers.empty()) return InvalidArgumentError("model.cin_layers must name at least one layer size for xdeepfm");
     RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("cin_layers", config.cin_layers));
     if (sparse_names.empty()) return InvalidArgumentError("model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
   }
-  if (type == "autoint") {
+  if (type == ModelType::kAutoInt) {
     if (config.attention_layers < 1 || config.attention_heads < 1 || config.attention_head_dim < 1) {
       return InvalidArgumentError("model.attention_layers, model.attention_heads and model.attention_head_dim must be >= 1 for autoint, got " +
                                   std::to_string(config.attention_layers) + ", " + std::to_string(config.attention_heads) + ", " +
@@ -934,11 +950,11 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     }
     if (sparse_names.empty()) return InvalidArgumentError("model autoint needs categorical fields (its attention runs over field embeddings)");
   }
-  if (type == "fwfm" && sparse_names.size() < 2) {
+  if (type == ModelType::kFwFm && sparse_names.size() < 2) {
     return InvalidArgumentError("model fwfm needs at least 2 categorical fields (it weights the dot product of every field pair)");
   }
   int history_field = -1, target_field = -1;
-  if (type == "din") {
+  if (type == ModelType::kDin) {
     auto index_of = [&](const std::string& n) {
       auto it = std::find(sparse_names.begin(), sparse_names.end(), n);
       return it == sparse_names.end() ? -1 : static_cast<int>(it - sparse_names.begin());
@@ -959,21 +975,21 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     }
     RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("attention_hidden", config.attention_hidden));
   }
-  if (type == "dlrm" && sparse_names.size() + (num_dense > 0 ? 1 : 0) < 2) {
+  if (type == ModelType::kDlrm && sparse_names.size() + (num_dense > 0 ? 1 : 0) < 2) {
     return InvalidArgumentError("model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
   }
-  if (type == "dcn_v2" && config.cross_layers < 1) {
+  if (type == ModelType::kDcnV2 && config.cross_layers < 1) {
     return InvalidArgumentError("model.cross_layers must be >= 1 for dcn_v2, got " +
                                 std::to_string(config.cross_layers));
   }
 
   // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
   // rides in column 0 of the same row (lead = 1) for every type except dcn_v2 and mlp.
-  const int lead = type == "dcn_v2" || type == "mlp" || type == "dlrm" || type == "autoint" || type == "din" || type == "mmoe" ? 0 : 1;
+  const int lead = type == ModelType::kDcnV2 || type == ModelType::kMlp || type == ModelType::kDlrm || type == ModelType::kAutoInt || type == ModelType::kDin || type == ModelType::kMmoe ? 0 : 1;
   std::vector<int> emb_dims(sparse_names.size());
   for (size_t f = 0; f < sparse_names.size(); ++f) {
     auto it = config.field_dims.find(sparse_names[f]);
-    emb_dims[f] = type == "lr" ? 0 : (it != config.field_dims.end() ? it->second
+    emb_dims[f] = type == ModelType::kLr ? 0 : (it != config.field_dims.end() ? it->second
                                                                     : config.embedding_dim);
   }
   std::vector<int> distinct(emb_dims.begin(), emb_dims.end());
@@ -992,7 +1008,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   }
   std::vector<EmbeddingBagField> bag_fields;
   // dlrm: the bottom MLP's vector comes first in the interaction input, the fields after it.
-  const int64_t first_col = type == "dlrm" && num_dense > 0 ? config.embedding_dim : 0;
+  const int64_t first_col = type == ModelType::kDlrm && num_dense > 0 ? config.embedding_dim : 0;
   int64_t col = first_col;
   int64_t target_col = -1;  // din
   for (size_t f = 0; f < sparse_names.size(); ++f) {
@@ -1009,7 +1025,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   const int64_t emb_width = col - first_col;
   auto bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
 
-  if (type == "din") {
+  if (type == ModelType::kDin) {
     const int64_t dim = config.embedding_dim;
     auto unit = std::make_unique<Sequential>("attention_unit");
     const int64_t in = AddReluLayers(*unit, "attention_unit", 4 * dim, config.attention_hidden, config.seed);
@@ -1019,7 +1035,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return std::unique_ptr<Model>(std::make_unique<DinModel>(std::move(spec), std::move(bag), history_field, target_col, dim,
                                                              std::move(unit), std::move(top), config.precision));
   }
-  if (type == "dlrm") {
+  if (type == ModelType::kDlrm) {
     const int dim = config.embedding_dim;
     std::unique_ptr<Sequential> bottom;
     if (num_dense > 0) {
@@ -1035,7 +1051,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                                               std::move(interaction), std::move(top), config.precision));
   }
 
-  if (type == "mmoe") {
+  if (type == ModelType::kMmoe) {
     const int64_t in = emb_width + num_dense;
     std::vector<std::unique_ptr<Sequential>> experts;
     for (int e = 0; e < config.num_experts; ++e) {
@@ -1057,19 +1073,19 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return std::unique_ptr<Model>(std::make_unique<MmoeModel>(std::move(spec), std::move(bag), emb_width, std::move(experts), std::move(gates),
                                                               std::move(towers), config.precision));
   }
-  if (type == "mlp") {
+  if (type == ModelType::kMlp) {
     auto deep = std::make_unique<Sequential>("deep");
     AddMlp(config, emb_width + num_dense, *deep, config.num_classes);
     return std::unique_ptr<Model>(std::make_unique<MlpModel>(std::move(spec), std::move(bag), emb_width,
                                                              std::move(deep), config.num_classes, config.precision));
   }
   Parts parts;
-  parts.first_order = type != "dcn_v2" && type != "autoint";
-  if (type == "fm" || type == "deepfm") {
+  parts.first_order = type != ModelType::kDcnV2 && type != ModelType::kAutoInt;
+  if (type == ModelType::kFm || type == ModelType::kDeepFm) {
     parts.fm = std::make_unique<FmInteraction>("fm", static_cast<int64_t>(sparse_names.size()),
                                                config.embedding_dim);
   }
-  if (type == "xdeepfm") {
+  if (type == ModelType::kXDeepFm) {
     const int64_t fields = static_cast<int64_t>(sparse_names.size());
     parts.field_net = std::make_unique<Sequential>("cin");
     auto cin = std::make_unique<CompressedInteraction>("cin", fields, config.embedding_dim, config.cin_layers, config.seed);
@@ -1077,7 +1093,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     parts.field_net->Add(std::move(cin));
     parts.field_net->Add(std::make_unique<Dense>("cin.out", pooled, 1, Activation::kNone, WeightInit::kXavier, config.seed));
   }
-  if (type == "autoint") {
+  if (type == ModelType::kAutoInt) {
     const int64_t fields = static_cast<int64_t>(sparse_names.size());
     parts.field_net = std::make_unique<Sequential>("attention");
     int64_t dim = config.embedding_dim;
@@ -1088,7 +1104,7 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     }
     parts.field_net->Add(std::make_unique<Dense>("attention.out", fields * dim, 1, Activation::kNone, WeightInit::kXavier, config.seed));
   }
-  if (type == "fwfm") {
+  if (type == ModelType::kFwFm) {
     const int64_t fields = static_cast<int64_t>(sparse_names.size());
     parts.field_net = std::make_unique<Sequential>("fwfm");
     auto dots = std::make_unique<DotInteraction>("fwfm.dots", fields, config.embedding_dim, /*keep_first=*/false);
@@ -1098,18 +1114,18 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
   }
   // autoint and fwfm without hidden layers are the plain models; with them a DNN runs beside
   // (AutoInt+, and FwFM's deep variant).
-  if (type == "wide_deep" || type == "deepfm" || type == "dcn_v2" || type == "xdeepfm" ||
-      ((type == "autoint" || type == "fwfm") && !config.hidden.empty())) {
+  if (type == ModelType::kWideDeep || type == ModelType::kDeepFm || type == ModelType::kDcnV2 || type == ModelType::kXDeepFm ||
+      ((type == ModelType::kAutoInt || type == ModelType::kFwFm) && !config.hidden.empty())) {
     const int64_t in = emb_width + num_dense;
     parts.deep = std::make_unique<Sequential>("deep");
-    if (type == "dcn_v2") {
+    if (type == ModelType::kDcnV2) {
       parts.deep->Add(std::make_unique<CrossNetwork>("cross", in, config.cross_layers,
                                                      config.seed));
     }
     AddMlp(config, in, *parts.deep);
   }
   return std::unique_ptr<Model>(std::make_unique<ComposedModel>(
-      type, std::move(spec), std::move(bag), emb_width, std::move(parts), config.seed,
+      type_name, std::move(spec), std::move(bag), emb_width, std::move(parts), config.seed,
       config.precision));
 }
 
