@@ -880,7 +880,11 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
     return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
                                 std::to_string(config.embedding_dim));
   }
-  const bool equal_dims_required = type == ModelType::kFm || type == ModelType::kDeepFm || type == ModelType::kXDeepFm || type == ModelType::kAutoInt || type == ModelType::kFwFm || type == ModelType::kDlrm || type == ModelType::kDin;
+  // FM, CIN, attention and dot products interact embeddings, which needs one dim for all fields.
+  const bool equal_dims_required = type == ModelType::kFm || type == ModelType::kDeepFm ||
+                                   type == ModelType::kXDeepFm || type == ModelType::kAutoInt ||
+                                   type == ModelType::kFwFm || type == ModelType::kDlrm ||
+                                   type == ModelType::kDin;
   if (!config.field_dims.empty() && type == ModelType::kLr) {
     return InvalidArgumentError(
         "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
