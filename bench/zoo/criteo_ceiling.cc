@@ -120,12 +120,14 @@ int main(int argc, char** argv) {
         scores[0].logits.push_back(static_cast<float>(all.total));
         scores[1].logits.push_back(static_cast<float>(all.main + all.pairs + all.dense));
         scores[2].logits.push_back(static_cast<float>(all.main + all.dense));
+        uint32_t count[kSparse];  // the row's tokens' training counts, looked up once
+        for (int f = 0; f < kSparse; ++f) {
+          const auto it = seen[f].find(r.tokens[f]);
+          count[f] = it == seen[f].end() ? 0 : it->second;
+        }
         for (size_t k = 0; k < min_counts.size(); ++k) {
           bool known[kSparse];
-          for (int f = 0; f < kSparse; ++f) {
-            const auto it = seen[f].find(r.tokens[f]);
-            known[f] = it != seen[f].end() && it->second >= min_counts[k];
-          }
+          for (int f = 0; f < kSparse; ++f) known[f] = count[f] >= min_counts[k];
           const auto part = truth->Terms(r.dense, r.tokens, known);
           scores[3 + k].logits.push_back(static_cast<float>(part.main + part.pairs + part.dense));
         }
