@@ -12,7 +12,16 @@
 // The last line is an optimistic bound for a model trained on TRAIN: it knows a seen id's effect
 // without estimation noise. Tokens are counted per field, with the missing token as one id.
 //
-// Usage: criteo_ceiling TRAIN.tsv VALID.tsv   (files of `rectrain data gen`, criteo shape)
+// With --predictions (a model's probabilities for VALID's rows, as `rectrain eval
+// --predictions` writes them) it also says which parts of the truth the model has learnt: the
+// least-squares fit of the model's logit on the truth's terms (main, dense and every pair,
+// jointly, with an intercept). A coefficient of 1 carries the term at full strength, 0 not at
+// all; as every logit of an uncertain model shrinks, the dense term (13 features, all learnable
+// from the rows) is the reference for "fully learnt".
+//
+// Usage: criteo_ceiling TRAIN.tsv VALID.tsv [--predictions PRED.txt]
+//        (files of `rectrain data gen`, criteo shape)
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -85,11 +94,61 @@ bool ForEachRow(const std::string& file, Fn fn) {
   return true;
 }
 
+// One probability per line, in (0, 1). Returns false, naming the line, on anything else.
+bool ReadPredictions(const std::string& file, std::vector<double>& logits) {
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot open\n", file.c_str());
+    return false;
+  }
+  std::string line;
+  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+    char* stop = nullptr;
+    const double p = std::strtod(line.c_str(), &stop);
+    if (line.empty() || *stop != '\0' || !(p > 0.0 && p < 1.0)) {
+      std::fprintf(stderr, "%s:%lld: expected a probability in (0, 1), found \"%s\"\n", file.c_str(),
+                   static_cast<long long>(line_no), line.c_str());
+      return false;
+    }
+    logits.push_back(std::log(p / (1.0 - p)));
+  }
+  return true;
+}
+
+// Least squares: the x minimising |A x - b| from the normal equations (A^T A) x = A^T b, by
+// Gaussian elimination with partial pivoting (k is small: the number of truth terms + 1).
+// Returns false when A^T A is singular.
+bool SolveNormalEquations(std::vector<double> ata, std::vector<double> atb, std::vector<double>& x) {
+  const size_t k = atb.size();
+  for (size_t c = 0; c < k; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < k; ++r) {
+      if (std::fabs(ata[r * k + c]) > std::fabs(ata[pivot * k + c])) pivot = r;
+    }
+    if (std::fabs(ata[pivot * k + c]) < 1e-12) return false;
+    for (size_t j = 0; j < k; ++j) std::swap(ata[c * k + j], ata[pivot * k + j]);
+    std::swap(atb[c], atb[pivot]);
+    for (size_t r = c + 1; r < k; ++r) {
+      const double f = ata[r * k + c] / ata[c * k + c];
+      for (size_t j = c; j < k; ++j) ata[r * k + j] -= f * ata[c * k + j];
+      atb[r] -= f * atb[c];
+    }
+  }
+  x.assign(k, 0.0);
+  for (size_t c = k; c-- > 0;) {
+    double v = atb[c];
+    for (size_t j = c + 1; j < k; ++j) v -= ata[c * k + j] * x[j];
+    x[c] = v / ata[c * k + c];
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s TRAIN.tsv VALID.tsv (criteo-shape files of rectrain data gen)\n", argv[0]);
+  const bool with_predictions = argc == 5 && std::string(argv[3]) == "--predictions";
+  if (argc != 3 && !with_predictions) {
+    std::fprintf(stderr, "usage: %s TRAIN.tsv VALID.tsv [--predictions PRED.txt] (criteo-shape files of rectrain data gen)\n", argv[0]);
     return 2;
   }
   auto truth = SyntheticTruth::ForShape("criteo");
@@ -113,10 +172,24 @@ int main(int argc, char** argv) {
   for (uint32_t n : min_counts) {
     scores.push_back({"ids seen >= " + std::to_string(n) + "x in train known exactly, dense exact, no noise", {}});
   }
+  // Per validation row, the truth's terms the predictions are regressed on: main, dense, then
+  // every pair (Terms with only the pair's two fields known is exactly that pair's term).
+  const auto& pairs = truth->pairs();
+  const size_t num_terms = 2 + pairs.size();
+  std::vector<double> terms;
   std::vector<float> labels;
   if (!ForEachRow(argv[2], [&](const Row& r) {
         labels.push_back(r.label);
         const auto all = truth->Terms(r.dense, r.tokens);
+        if (with_predictions) {
+          terms.push_back(all.main);
+          terms.push_back(all.dense);
+          for (const auto& p : pairs) {
+            bool known[kSparse] = {};
+            known[p.a] = known[p.b] = true;
+            terms.push_back(truth->Terms(r.dense, r.tokens, known).pairs);
+          }
+        }
         scores[0].logits.push_back(static_cast<float>(all.total));
         scores[1].logits.push_back(static_cast<float>(all.main + all.pairs + all.dense));
         scores[2].logits.push_back(static_cast<float>(all.main + all.dense));
@@ -138,6 +211,36 @@ int main(int argc, char** argv) {
   std::printf("train rows %lld, valid rows %zu\n", static_cast<long long>(train_rows), labels.size());
   for (const Score& s : scores) {
     std::printf("valid auc %.5f  %s\n", rectrain::train::ExactAuc(s.logits, labels, compute), s.name.c_str());
+  }
+  if (!with_predictions) return 0;
+  std::vector<double> logits;
+  if (!ReadPredictions(argv[4], logits)) return 1;
+  if (logits.size() != labels.size()) {
+    std::fprintf(stderr, "%s: %zu predictions for %zu rows of %s\n", argv[4], logits.size(), labels.size(), argv[2]);
+    return 1;
+  }
+  const size_t k = num_terms + 1;  // + intercept
+  std::vector<double> ata(k * k, 0.0), atb(k, 0.0), x(k);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    for (size_t t = 0; t < num_terms; ++t) x[t] = terms[i * num_terms + t];
+    x[num_terms] = 1.0;
+    for (size_t a = 0; a < k; ++a) {
+      atb[a] += x[a] * logits[i];
+      for (size_t b = 0; b < k; ++b) ata[a * k + b] += x[a] * x[b];
+    }
+  }
+  std::vector<double> coef;
+  if (!SolveNormalEquations(ata, atb, coef)) {
+    std::fprintf(stderr, "the truth's terms are collinear on these rows; use more validation rows\n");
+    return 1;
+  }
+  std::printf("learnt share of each truth term (least-squares coefficient of the model's logit; 1 = full strength):\n");
+  std::printf("  main %.2f  dense %.2f\n", coef[0], coef[1]);
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    const int a = pairs[p].a, b = pairs[p].b;
+    std::printf("  pair C%d x C%d (%lld x %lld ids): %.2f\n", a + 1, b + 1,
+                static_cast<long long>(truth->fields()[a].cardinality),
+                static_cast<long long>(truth->fields()[b].cardinality), coef[2 + p]);
   }
   return 0;
 }

@@ -56,6 +56,8 @@ class SyntheticTruth {
   int num_sparse() const { return static_cast<int>(fields_.size()); }
   const std::vector<Field>& fields() const { return fields_; }
   double bias() const { return bias_; }
+  // The interacting field pairs (0-based sparse field indices) and their weights.
+  const std::vector<Pair>& pairs() const { return pairs_; }
 
   // Draws one row's features: dense[j] >= 0 or -1 (missing); tokens[f] in [0, 2^32) or -1.
   void SampleRow(Rng& rng, int64_t* dense, int64_t* tokens) const;
