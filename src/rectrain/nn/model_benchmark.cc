@@ -4,6 +4,8 @@
 // Reports samples/s (items_per_second, wall time) plus cpu_ms_per_step (process CPU time, all
 // threads) and, in BM_DeepFmBreakdown, CPU milliseconds per piece of the step (counters *_ms),
 // built from the same layers the model uses.
+// BM_DotInteraction times the pairwise dot-product layer alone (FwFM and DLRM), forward and
+// backward, at FwFM's criteo shape in examples/fwfm.yaml (39 fields × dim 16) and DLRM's (27).
 // Run: OMP_WAIT_POLICY=passive ./model_benchmark (threads are set per case through
 // ComputeContext and omp_set_num_threads, which oneDNN follows).
 #include <omp.h>
@@ -20,6 +22,7 @@
 #include "rectrain/nn/dense.h"
 #include "rectrain/nn/embedding_bag.h"
 #include "rectrain/nn/fm.h"
+#include "rectrain/nn/interaction.h"
 #include "rectrain/nn/loss.h"
 #include "rectrain/nn/model_config.h"
 
@@ -260,6 +263,43 @@ BENCHMARK(BM_DeepFmBreakdown)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);
+
+void BM_DotInteraction(benchmark::State& state) {
+  const int64_t vectors = state.range(0);
+  const int64_t dim = 16;
+  const bool backward = state.range(1) != 0;
+  const int threads = static_cast<int>(state.range(2));
+  omp_set_num_threads(threads);
+  DotInteraction layer("dots", vectors, dim, /*keep_first=*/false);
+  tensor::Tensor x, y, dy, dx;
+  x.Resize(kBatch, layer.in_features());
+  y.Resize(kBatch, layer.out_features());
+  dy.Resize(kBatch, layer.out_features());
+  dx.Resize(kBatch, layer.in_features());
+  Rng rng(3);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal() * 0.1);
+  for (float& v : dy.span()) v = static_cast<float>(rng.Normal() * 1e-3);
+  const LayerContext ctx{ComputeContext{threads}, true, 0, GemmPrecision::kFp32, 0};
+  RECTRAIN_CHECK(layer.Forward(x.view(), y.view(), ctx).ok());
+  for (auto _ : state) {
+    if (backward) {
+      RECTRAIN_CHECK(layer.Backward(x.view(), y.view(), dy.view(), dx.view(), ctx).ok());
+      benchmark::DoNotOptimize(dx.data());
+    } else {
+      RECTRAIN_CHECK(layer.Forward(x.view(), y.view(), ctx).ok());
+      benchmark::DoNotOptimize(y.data());
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  // Multiply-adds per row: n(n-1)/2 dots of dim forward, twice that backward.
+  const double macs = static_cast<double>(vectors * (vectors - 1) / 2 * dim) * (backward ? 2 : 1);
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * macs * kBatch, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_DotInteraction)
+    ->ArgNames({"vectors", "backward", "threads"})
+    ->ArgsProduct({{27, 39}, {0, 1}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace rectrain::nn
