@@ -173,22 +173,18 @@ int main(int argc, char** argv) {
     scores.push_back({"ids seen >= " + std::to_string(n) + "x in train known exactly, dense exact, no noise", {}});
   }
   // Per validation row, the truth's terms the predictions are regressed on: main, dense, then
-  // every pair (Terms with only the pair's two fields known is exactly that pair's term).
+  // every pair's own term.
   const auto& pairs = truth->pairs();
   const size_t num_terms = 2 + pairs.size();
-  std::vector<double> terms;
+  std::vector<double> terms, pair_terms(pairs.size());
   std::vector<float> labels;
   if (!ForEachRow(argv[2], [&](const Row& r) {
         labels.push_back(r.label);
-        const auto all = truth->Terms(r.dense, r.tokens);
+        const auto all = truth->Terms(r.dense, r.tokens, nullptr, pair_terms.data());
         if (with_predictions) {
           terms.push_back(all.main);
           terms.push_back(all.dense);
-          for (const auto& p : pairs) {
-            bool known[kSparse] = {};
-            known[p.a] = known[p.b] = true;
-            terms.push_back(truth->Terms(r.dense, r.tokens, known).pairs);
-          }
+          terms.insert(terms.end(), pair_terms.begin(), pair_terms.end());
         }
         scores[0].logits.push_back(static_cast<float>(all.total));
         scores[1].logits.push_back(static_cast<float>(all.main + all.pairs + all.dense));

@@ -153,8 +153,12 @@ TEST(GeneratorTest, TermsAddUpToTheLogitAndUnknownFieldsDropTheirEffects) {
   std::fill(std::begin(all), std::end(all), true);
   for (int i = 0; i < 200; ++i) {
     truth->SampleRow(rng, dense.data(), tokens.data());
-    const auto t = truth->Terms(dense.data(), tokens.data());
+    std::vector<double> pair_terms(truth->pairs().size());
+    const auto t = truth->Terms(dense.data(), tokens.data(), nullptr, pair_terms.data());
     EXPECT_EQ(truth->bias() + t.total, truth->Logit(dense.data(), tokens.data()));  // the same bits
+    double pair_sum = 0;  // each pair's own term, added in the order Terms adds them
+    for (double v : pair_terms) pair_sum += v;
+    EXPECT_EQ(pair_sum, t.pairs);
     EXPECT_NEAR(t.main + t.pairs + t.dense + t.noise, t.total, 1e-12);
     EXPECT_NE(t.main, 0.0);
     EXPECT_NE(t.pairs, 0.0);
@@ -171,9 +175,14 @@ TEST(GeneratorTest, TermsAddUpToTheLogitAndUnknownFieldsDropTheirEffects) {
     bool but_first[26];
     std::copy(std::begin(all), std::end(all), but_first);
     but_first[0] = false;
-    const auto partial = truth->Terms(dense.data(), tokens.data(), but_first);
+    std::vector<double> partial_pairs(truth->pairs().size(), -1.0);
+    const auto partial = truth->Terms(dense.data(), tokens.data(), but_first, partial_pairs.data());
     EXPECT_NE(partial.main, t.main);
     EXPECT_NE(partial.pairs, t.pairs);
+    for (size_t p = 0; p < partial_pairs.size(); ++p) {
+      const bool left_out = truth->pairs()[p].a == 0 || truth->pairs()[p].b == 0;
+      EXPECT_EQ(partial_pairs[p], left_out ? 0.0 : pair_terms[p]) << "pair " << p;
+    }
   }
 }
 

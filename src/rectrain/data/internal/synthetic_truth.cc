@@ -160,7 +160,7 @@ void SyntheticTruth::SampleRow(Rng& rng, int64_t* dense, int64_t* tokens) const 
 }
 
 SyntheticTruth::LogitTerms SyntheticTruth::Terms(const int64_t* dense, const int64_t* tokens,
-                                                 const bool* known) const {
+                                                 const bool* known, double* pair_terms) const {
   // `total` adds every term in the order the generator always has, so that
   // LogitWithoutBias (and with it every .prob file) keeps its exact bits.
   LogitTerms t;
@@ -174,7 +174,9 @@ SyntheticTruth::LogitTerms SyntheticTruth::Terms(const int64_t* dense, const int
     }
     row_hash = Mix64(row_hash ^ key);
   }
-  for (const Pair& p : pairs_) {
+  if (pair_terms != nullptr) std::fill(pair_terms, pair_terms + pairs_.size(), 0.0);
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    const Pair& p = pairs_[i];
     if (known != nullptr && !(known[p.a] && known[p.b])) continue;
     const uint64_t ka = TokenKey(tokens[p.a]);
     const uint64_t kb = TokenKey(tokens[p.b]);
@@ -183,6 +185,7 @@ SyntheticTruth::LogitTerms SyntheticTruth::Terms(const int64_t* dense, const int
       dot += Gauss(H(11 + c, p.a, ka)) * Gauss(H(11 + c, p.b, kb));
     }
     const double pair = p.weight * dot * 0.5;  // 1/√K with K = 4
+    if (pair_terms != nullptr) pair_terms[i] = pair;
     t.pairs += pair;
     t.total += pair;
   }

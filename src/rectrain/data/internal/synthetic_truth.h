@@ -71,6 +71,8 @@ class SyntheticTruth {
   // summed in the generator's order (so it keeps the bits of every .prob file).
   // With `known` (one flag per sparse field), a field whose flag is false contributes neither
   // its main effect nor the pairs it is in (as a model that never saw its token would).
+  // With `pair_terms` (pairs().size() doubles), each pair's own term is written there, in
+  // pairs() order (0 for a pair left out by `known`); `pairs` is their sum in that order.
   struct LogitTerms {
     double main = 0.0;
     double pairs = 0.0;
@@ -78,7 +80,8 @@ class SyntheticTruth {
     double noise = 0.0;
     double total = 0.0;
   };
-  LogitTerms Terms(const int64_t* dense, const int64_t* tokens, const bool* known = nullptr) const;
+  LogitTerms Terms(const int64_t* dense, const int64_t* tokens, const bool* known = nullptr,
+                   double* pair_terms = nullptr) const;
   double Probability(const int64_t* dense, const int64_t* tokens) const;
 
  private:
