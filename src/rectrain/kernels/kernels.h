@@ -14,7 +14,7 @@
 //   * No alignment is required; any size (including 0 and tails not a multiple of the vector
 //     width) is handled.
 //   * Kernels that only map elements (bias_act, the ReLU mask, outer) are bit-identical across
-//     levels; mul_add may differ by FMA rounding. Kernels that sum (row_dot, col sums, fm) may
+//     levels; mul_add may differ by FMA rounding. Kernels that sum (row_dot, col sums, fm, pair_dots) may
 //     differ from the reference (which sums in double) by rounding: kernels_test.cc bounds the
 //     error by 1e-5 · Σ|terms|.
 //
@@ -75,6 +75,18 @@ struct KernelTable {
   void (*fm_backward)(const float* x, int64_t rows, int64_t fields, int64_t dim, int64_t ld,
                       const float* dout, float* dx, int64_t ld_dx, bool accumulate,
                       float* scratch) = nullptr;
+
+  // Pairwise dot products of `n` consecutive vectors of `dim` floats per row (x_i = x[r, i·dim ..
+  // i·dim + dim)), in pair order (0,1), (0,2), …, (0,n−1), (1,2), …, (n−2,n−1):
+  //   out[r, p(i,j)] = <x_i, x_j> for i < j, p(i,j) = i·n − i(i+1)/2 + (j − i − 1).
+  // Writes n(n−1)/2 floats per row (overwrites). DLRM's and FwFM's interaction.
+  void (*pair_dots)(const float* x, int64_t rows, int64_t n, int64_t dim, int64_t ld,
+                    float* out, int64_t ld_out) = nullptr;
+
+  // Its backward, the gradient of Σ_p g[r, p] · out[r, p] with respect to x:
+  //   dx[r, i·dim + d] = Σ_{j≠i} g[r, p(min(i,j), max(i,j))] · x[r, j·dim + d]   (overwrites dx).
+  void (*pair_dots_backward)(const float* x, int64_t rows, int64_t n, int64_t dim, int64_t ld,
+                             const float* g, int64_t ld_g, float* dx, int64_t ld_dx) = nullptr;
 
   // float -> bfloat16 (the upper 16 bits of the IEEE float), rounded to nearest even; a NaN
   // stays a (quiet) NaN with its sign. out[i] = Bf16(x[i]) for i < n. Bit-identical across

@@ -2,6 +2,7 @@
 // sizes {1,3,7,8,9,15,16,17,31,32,33,64} for vector tails, with a padded row stride.
 // Tolerances: mapping kernels must match exactly (mul_add: 1 ulp for FMA); summing kernels
 // within 1e-5 · Σ|terms| + 1e-6 (float vs the reference's double accumulation).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -168,6 +169,74 @@ TEST_P(KernelsTest, FmForwardBackwardMatchReference) {
       }
     }
   }
+}
+
+// n = 100 at dim 96 does not fit the vectorised forward's transpose buffer (its fallback path);
+// dims off the 16-lane width exercise the backward's partial chunks.
+TEST_P(KernelsTest, PairDotsForwardBackwardMatchReference) {
+  const int64_t shapes[][2] = {{1, 4}, {2, 1}, {3, 7}, {16, 16}, {17, 3}, {27, 16}, {39, 16},
+                               {40, 33}, {5, 64}, {100, 96}};
+  for (const auto& shape : shapes) {
+    const int64_t n = shape[0], dim = shape[1], pairs = n * (n - 1) / 2;
+    const int64_t rows = 5, ld = n * dim + 3, ld_out = pairs + 2;
+    std::vector<float> x = RandomVec(rows * ld, n * 131 + dim);
+    std::vector<float> o1(rows * ld_out, 7.0f), o2(rows * ld_out, 7.0f);
+    ref_.pair_dots(x.data(), rows, n, dim, ld, o1.data(), ld_out);
+    k_.pair_dots(x.data(), rows, n, dim, ld, o2.data(), ld_out);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t p = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = i + 1; j < n; ++j, ++p) {
+          double abs_sum = 0;
+          for (int64_t d = 0; d < dim; ++d) {
+            abs_sum += std::fabs(x[r * ld + i * dim + d] * x[r * ld + j * dim + d]);
+          }
+          ASSERT_NEAR(o1[r * ld_out + p], o2[r * ld_out + p], 1e-5 * abs_sum + 1e-6)
+              << "n=" << n << " dim=" << dim << " pair (" << i << ", " << j << ")";
+        }
+      }
+      for (int64_t c = pairs; c < ld_out; ++c) ASSERT_EQ(o2[r * ld_out + c], 7.0f) << "wrote past the pairs";
+    }
+    std::vector<float> g = RandomVec(rows * ld_out, 99 + n);
+    std::vector<float> d1(rows * ld, 3.0f), d2(rows * ld, 3.0f);
+    ref_.pair_dots_backward(x.data(), rows, n, dim, ld, g.data(), ld_out, d1.data(), ld);
+    k_.pair_dots_backward(x.data(), rows, n, dim, ld, g.data(), ld_out, d2.data(), ld);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = n * dim; c < ld; ++c) ASSERT_EQ(d2[r * ld + c], 3.0f) << "wrote past the vectors";
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t d = 0; d < dim; ++d) {
+          double abs_sum = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            if (j == i) continue;
+            const int64_t a = std::min(i, j), b = std::max(i, j);
+            const int64_t p = a * n - a * (a + 1) / 2 + (b - a - 1);
+            abs_sum += std::fabs(g[r * ld_out + p] * x[r * ld + j * dim + d]);
+          }
+          const size_t at = static_cast<size_t>(r * ld + i * dim + d);
+          ASSERT_NEAR(d1[at], d2[at], 1e-5 * abs_sum + 1e-6) << "n=" << n << " dim=" << dim << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// The reference itself against the definition, on a case small enough to write out by hand.
+TEST(PairDotsTest, ReferenceMatchesHandComputedValues) {
+  const KernelTable& ref = internal::ReferenceKernels();
+  // Three vectors of dim 2: a = (1, 2), b = (3, 4), c = (5, 6).
+  const float x[] = {1, 2, 3, 4, 5, 6};
+  float out[3];
+  ref.pair_dots(x, 1, 3, 2, 6, out, 3);
+  EXPECT_EQ(out[0], 11.0f);  // <a, b>
+  EXPECT_EQ(out[1], 17.0f);  // <a, c>
+  EXPECT_EQ(out[2], 39.0f);  // <b, c>
+  const float g[] = {1.0f, 10.0f, 100.0f};  // g_ab, g_ac, g_bc
+  float dx[6];
+  ref.pair_dots_backward(x, 1, 3, 2, 6, g, 3, dx, 6);
+  const float want[] = {1 * 3 + 10 * 5, 1 * 4 + 10 * 6,         // da = g_ab·b + g_ac·c
+                        1 * 1 + 100 * 5, 1 * 2 + 100 * 6,       // db = g_ab·a + g_bc·c
+                        10 * 1 + 100 * 3, 10 * 2 + 100 * 4};    // dc = g_ac·a + g_bc·b
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(dx[k], want[k]) << k;
 }
 
 TEST_P(KernelsTest, ToBf16MatchesReferenceExactly) {

@@ -97,6 +97,41 @@ void FmBackward(const float* x, int64_t rows, int64_t fields, int64_t dim, int64
   }
 }
 
+// Index of pair (i, j), i < j, in pair_dots' output order.
+int64_t PairIndex(int64_t n, int64_t i, int64_t j) { return i * n - i * (i + 1) / 2 + (j - i - 1); }
+
+void PairDots(const float* x, int64_t rows, int64_t n, int64_t dim, int64_t ld, float* out,
+              int64_t ld_out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = i + 1; j < n; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < dim; ++d) {
+          s += static_cast<double>(x[r * ld + i * dim + d]) * x[r * ld + j * dim + d];
+        }
+        out[r * ld_out + PairIndex(n, i, j)] = static_cast<float>(s);
+      }
+    }
+  }
+}
+
+void PairDotsBackward(const float* x, int64_t rows, int64_t n, int64_t dim, int64_t ld,
+                      const float* g, int64_t ld_g, float* dx, int64_t ld_dx) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t d = 0; d < dim; ++d) {
+        double s = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          if (j == i) continue;
+          const float gij = g[r * ld_g + (i < j ? PairIndex(n, i, j) : PairIndex(n, j, i))];
+          s += static_cast<double>(gij) * x[r * ld + j * dim + d];
+        }
+        dx[r * ld_dx + i * dim + d] = static_cast<float>(s);
+      }
+    }
+  }
+}
+
 // Round to nearest even on the upper 16 bits; NaN keeps its sign and becomes quiet (the
 // rounding add could otherwise carry a NaN's payload into an infinity).
 void ToBf16(const float* x, int64_t n, uint16_t* out) {
@@ -124,6 +159,8 @@ const KernelTable& ReferenceKernels() {
       .mul_add = MulAdd,
       .fm_forward = FmForward,
       .fm_backward = FmBackward,
+      .pair_dots = PairDots,
+      .pair_dots_backward = PairDotsBackward,
       .to_bf16 = ToBf16,
   };
   return table;

@@ -19,6 +19,8 @@ const KernelTable& Avx2Kernels() {
       .mul_add = avx2::MulAdd,
       .fm_forward = avx2::FmForward,
       .fm_backward = avx2::FmBackward,
+      .pair_dots = avx2::PairDots,
+      .pair_dots_backward = avx2::PairDotsBackward,
       .to_bf16 = avx2::ToBf16,
   };
   return table;

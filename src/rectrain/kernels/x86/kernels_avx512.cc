@@ -20,6 +20,8 @@ const KernelTable& Avx512Kernels() {
       .mul_add = avx512::MulAdd,
       .fm_forward = avx512::FmForward,
       .fm_backward = avx512::FmBackward,
+      .pair_dots = avx512::PairDots,
+      .pair_dots_backward = avx512::PairDotsBackward,
       .to_bf16 = avx512::ToBf16,
   };
   return table;
