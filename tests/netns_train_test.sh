@@ -46,6 +46,22 @@ AGENT
 chmod +x "$W/agent.sh"
 cd "$W"
 fail() { echo "FAIL: $*"; head -20 out.txt 2>/dev/null; echo ...; tail -10 out.txt 2>/dev/null; exit 1; }
+# OpenMPI's remote daemon (orted) sometimes crashes in orte_init (rtc component selection) before
+# any rank starts, also with no other job running. launch OUT CMD... runs CMD on both hosts with
+# output to OUT and retries that launch failure (and only that) up to twice, each time from a
+# fresh run directory "two".
+launch() {
+  out=$1
+  shift
+  for attempt in 1 2 3; do
+    [ "$attempt" = 1 ] || echo "note: orted failed to start (orte_init); launch $attempt"
+    $MPI "$@" >"$out" 2>&1 && return 0
+    grep -q "orte_init" "$out" || return 1
+    [ ! -f two/summary.json ] || return 1  # a run that finished was launched: not this failure
+    rm -rf two
+  done
+  return 1
+}
 MPI="$MPIEXEC --allow-run-as-root --bind-to none -H $NET.11,$NET.12 -np 2 --mca plm_rsh_agent $W/agent.sh
      --mca btl tcp,self --mca btl_tcp_if_include $NET.0/24 --mca oob_tcp_if_include $NET.0/24"
 "$B" data gen --rows 20000 --out train.tsv --seed 1 >/dev/null 2>&1
@@ -64,21 +80,14 @@ tracking: {enabled: false}
 monitoring: {enabled: false}
 CFG
 # The ranks really are in two namespaces with their own addresses.
-$MPI sh -c 'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net) $(ip -4 -o addr show | grep -o "'"$NET"'\.[0-9]*")"' \
-  >ns.txt 2>&1 || { cat ns.txt; fail "mpirun across the namespaces"; }
+launch ns.txt sh -c 'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net) $(ip -4 -o addr show | grep -o "'"$NET"'\.[0-9]*")"' ||
+  { cat ns.txt; fail "mpirun across the namespaces"; }
 [ "$(grep -c "net:" ns.txt)" = 2 ] && [ "$(grep "net:" ns.txt | awk '{print $2}' | sort -u | wc -l)" = 2 ] ||
   { cat ns.txt; fail "the two ranks do not run in two network namespaces"; }
-$MPI "$B" doctor cfg.yaml >out.txt 2>&1 || fail "doctor across the namespaces"
+launch out.txt "$B" doctor cfg.yaml || fail "doctor across the namespaces"
 echo "link (TCP over veth): $(grep '^1 ' out.txt | awk '{print $(NF-3), $(NF-2), $(NF-1), $NF}')"
 "$B" train cfg.yaml --run-dir one --quiet >/dev/null 2>&1 || fail "single-process run"
-# OpenMPI's remote daemon (orted) once crashed in orte_init while the machine was loaded, before
-# any rank started: that launch failure (and only that) is retried once, in a fresh run directory.
-if ! $MPI "$B" train cfg.yaml --run-dir two --quiet >out.txt 2>&1; then
-  grep -q "orte_init" out.txt && [ ! -f two/summary.json ] || fail "2-host run"
-  echo "note: orted failed to start (orte_init); launching once more"
-  rm -rf two
-  $MPI "$B" train cfg.yaml --run-dir two --quiet >out.txt 2>&1 || fail "2-host run (second launch)"
-fi
+launch out.txt "$B" train cfg.yaml --run-dir two --quiet || fail "2-host run"
 field() { /usr/bin/python3 -c "import json; s=json.load(open('$1/summary.json')); print($2)"; }
 [ "$(field two "s['dist']['transport']")" = mpi ] || fail "the 2-host run did not use MPI"
 A1=$(field one "s['valid']['auc']") A2=$(field two "s['valid']['auc']")
