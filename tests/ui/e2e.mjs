@@ -549,7 +549,7 @@ launcher: {template: "while [ ! -f ${join(dir, "GATE")} ]; do sleep 0.05; done; 
 
 let exitCode = 0;
 try {
-  const userDataDir = mkdtempSync(join(tmpdir(), "rectrain-chromium-"));
+  const userDataDir = join(work, "chromium-profile"); // removed with `work` in finally
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
