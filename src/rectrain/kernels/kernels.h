@@ -16,7 +16,8 @@
 //   * Kernels that only map elements (bias_act, the ReLU mask, outer) are bit-identical across
 //     levels; mul_add may differ by FMA rounding. Kernels that sum (row_dot, col sums, fm, pair_dots) may
 //     differ from the reference (which sums in double) by rounding: kernels_test.cc bounds the
-//     error by 1e-5 · Σ|terms|.
+//     error by 1e-5 · Σ|terms|. The attention kernels also differ by their exp (a polynomial,
+//     relative error < 1e-6, against std::exp in the reference).
 //
 // Example (Dense forward, rows split across threads):
 //   const kernels::KernelTable& k = kernels::ActiveKernels();
@@ -87,6 +88,25 @@ struct KernelTable {
   //   dx[r, i·dim + d] = Σ_{j≠i} g[r, p(min(i,j), max(i,j))] · x[r, j·dim + d]   (overwrites dx).
   void (*pair_dots_backward)(const float* x, int64_t rows, int64_t n, int64_t dim, int64_t ld,
                              const float* g, int64_t ld_g, float* dx, int64_t ld_dx) = nullptr;
+
+  // Multi-head self-attention over the `fields` vectors of a row (AutoInt's interacting layer,
+  // nn/attention.h), W = heads · head_dim. Row r's projections are `fields` consecutive rows of
+  // 4W floats in p, starting at p + r·fields·4W: field i's row is [Q_i | K_i | V_i | R_i], head
+  // h's slice of each at offset h · head_dim. Per row r and head h, with (r, h)'s F × F
+  // attention matrix at a + (r·heads + h)·F·F:
+  //   A[i, j] = softmax_j(scale · <Q_i,h, K_j,h>)                           (writes a)
+  //   y[r, i·W + h·head_dim + t] = max(0, R_i,h[t] + Σ_j A[i, j] · V_j,h[t])   (writes y)
+  void (*attention_forward)(const float* p, int64_t rows, int64_t fields, int64_t heads,
+                            int64_t head_dim, float scale, float* a, float* y,
+                            int64_t ld_y) = nullptr;
+
+  // Its backward, given G = the gradient of y with the ReLU mask applied (F·W floats per row at
+  // g + r·ld_g) and the forward's a: writes dp (p's layout, overwrites) with, per head,
+  //   dR = G;  dV_j = Σ_i A[i, j] G_i;  dS[i, j] = A[i, j] (<G_i, V_j> − Σ_k A[i, k] <G_i, V_k>) · scale;
+  //   dQ_i = Σ_j dS[i, j] K_j;  dK_j = Σ_i dS[i, j] Q_i.
+  void (*attention_backward)(const float* p, const float* a, int64_t rows, int64_t fields,
+                             int64_t heads, int64_t head_dim, float scale, const float* g,
+                             int64_t ld_g, float* dp) = nullptr;
 
   // float -> bfloat16 (the upper 16 bits of the IEEE float), rounded to nearest even; a NaN
   // stays a (quiet) NaN with its sign. out[i] = Bf16(x[i]) for i < n. Bit-identical across

@@ -239,6 +239,81 @@ TEST(PairDotsTest, ReferenceMatchesHandComputedValues) {
   for (int k = 0; k < 6; ++k) EXPECT_EQ(dx[k], want[k]) << k;
 }
 
+// Shapes (fields, heads, head_dim): d = 8 and 16 take the unrolled paths, others the generic
+// one, (3, 1, 700) the fallback to the reference (its transposed head exceeds the stack buffer);
+// `spread` scales Q and K so that some softmax rows are nearly one-hot.
+TEST_P(KernelsTest, AttentionForwardBackwardMatchReference) {
+  struct Shape {
+    int64_t fields, heads, head_dim;
+    float spread;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1}, {2, 1, 3, 1}, {3, 2, 16, 1}, {17, 3, 5, 1}, {26, 2, 8, 1},
+                          {26, 2, 8, 4}, {26, 1, 16, 1}, {33, 2, 8, 1}, {39, 2, 8, 1}, {3, 1, 700, 1}};
+  for (const Shape& sh : shapes) {
+    const int64_t F = sh.fields, H = sh.heads, d = sh.head_dim, W = H * d, pw = 4 * W;
+    const int64_t rows = 3, ld_y = F * W + 5, row_p = F * pw;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    std::vector<float> p = RandomVec(rows * row_p, F * 31 + d);
+    for (int64_t e = 0; e < rows * row_p; ++e) {
+      if (e % pw < 2 * W) p[e] *= sh.spread;  // Q and K
+    }
+    const std::string what = "F=" + std::to_string(F) + " H=" + std::to_string(H) + " d=" + std::to_string(d);
+    std::vector<float> a1(rows * H * F * F + 1, 7.0f), a2 = a1;
+    std::vector<float> y1(rows * ld_y, 7.0f), y2 = y1;
+    ref_.attention_forward(p.data(), rows, F, H, d, scale, a1.data(), y1.data(), ld_y);
+    k_.attention_forward(p.data(), rows, F, H, d, scale, a2.data(), y2.data(), ld_y);
+    ASSERT_EQ(a2.back(), 7.0f) << what << ": wrote past the attention matrices";
+    for (size_t e = 0; e + 1 < a1.size(); ++e) ASSERT_NEAR(a1[e], a2[e], 2e-6) << what << " a[" << e << "]";
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < ld_y; ++c) {
+        const float v1 = y1[r * ld_y + c], v2 = y2[r * ld_y + c];
+        if (c >= F * W) {
+          ASSERT_EQ(v2, 7.0f) << what << ": wrote past the row";
+          continue;
+        }
+        // Bound: the rounding of R + Σ_j A_ij V_j, whose terms are below max|V| in sum.
+        ASSERT_NEAR(v1, v2, 1e-5 * (std::fabs(v1) + 4.0) + 1e-6) << what << " y[" << r << ", " << c << "]";
+      }
+    }
+    std::vector<float> g = RandomVec(rows * ld_y, 77 + F);
+    std::vector<float> d1(rows * row_p + 1, 3.0f), d2 = d1;
+    ref_.attention_backward(p.data(), a1.data(), rows, F, H, d, scale, g.data(), ld_y, d1.data());
+    k_.attention_backward(p.data(), a1.data(), rows, F, H, d, scale, g.data(), ld_y, d2.data());
+    ASSERT_EQ(d2.back(), 3.0f) << what << ": wrote past dp";
+    float max_abs = 0.0f;
+    for (size_t e = 0; e + 1 < d1.size(); ++e) max_abs = std::max(max_abs, std::fabs(d1[e]));
+    for (size_t e = 0; e + 1 < d1.size(); ++e) {
+      ASSERT_NEAR(d1[e], d2[e], 2e-5 * max_abs + 1e-6) << what << " dp[" << e << "] (slot " << (e % pw) / W << ")";
+    }
+  }
+}
+
+// The reference against values worked out by hand: 2 fields, 1 head of dim 1, scale 1.
+TEST(AttentionTest, ReferenceMatchesHandComputedValues) {
+  const KernelTable& ref = internal::ReferenceKernels();
+  // Field rows [Q | K | V | R]: q = (0, ln 3), k = (0, 1), v = (2, 6), r = (-5, 1).
+  const float ln3 = std::log(3.0f);
+  const float p[] = {0.0f, 0.0f, 2.0f, -5.0f, ln3, 1.0f, 6.0f, 1.0f};
+  float a[4], y[2];
+  ref.attention_forward(p, 1, 2, 1, 1, 1.0f, a, y, 2);
+  // Row 0: scores (0, 0) -> A = (1/2, 1/2), y0 = max(0, -5 + 4) = 0.
+  // Row 1: scores (0, ln 3) -> A = (1/4, 3/4), y1 = max(0, 1 + 0.5 + 4.5) = 6.
+  EXPECT_FLOAT_EQ(a[0], 0.5f);
+  EXPECT_FLOAT_EQ(a[1], 0.5f);
+  EXPECT_FLOAT_EQ(a[2], 0.25f);
+  EXPECT_FLOAT_EQ(a[3], 0.75f);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);
+  EXPECT_FLOAT_EQ(y[1], 6.0f);
+  // Backward with G = (0, 1) (y0's ReLU is off): dR = G; dV_j = A[1, j] · 1 = (1/4, 3/4);
+  // <G_1, V_j> = (2, 6), rowsum 1/4·2 + 3/4·6 = 5, dS[1, ·] = (1/4 · (2 − 5), 3/4 · (6 − 5))
+  // = (−3/4, 3/4), dS[0, ·] = 0; dQ_1 = Σ_j dS[1, j] k_j = 3/4; dK_j = dS[1, j] q_1 = (−3/4, 3/4) ln 3.
+  const float g[] = {0.0f, 1.0f};
+  float dp[8];
+  ref.attention_backward(p, a, 1, 2, 1, 1, 1.0f, g, 2, dp);
+  const float want[] = {0.0f, -0.75f * ln3, 0.25f, 0.0f, 0.75f, 0.75f * ln3, 0.75f, 1.0f};
+  for (int e = 0; e < 8; ++e) EXPECT_NEAR(dp[e], want[e], 1e-6) << e;
+}
+
 TEST_P(KernelsTest, ToBf16MatchesReferenceExactly) {
   std::vector<float> x = RandomVec(1000, 5);
   // Edge cases: ties to even both ways, the largest finite values (round to infinity), infinities,

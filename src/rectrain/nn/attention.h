@@ -9,7 +9,8 @@
 //   dR = G;  dV_h = A_hᵀ G_h;  dA_h = G_h V_hᵀ;  dS_h = A_h ⊙ (dA_h − rowsum(dA_h ⊙ A_h)) / √d;
 //   dQ_h = dS_h K_h;  dK_h = dS_hᵀ Q_h;  dW = Xᵀ [dQ | dK | dV | dR];  dX = [dQ | dK | dV | dR] Wᵀ.
 // The four projections are one GEMM over all B·F field vectors (and two in the backward); the
-// F × F attention per row and head runs in plain loops (26 × 26 × 8 at the criteo shape).
+// F × F attention per row and head (26 × 26 × 8 at the criteo shape) is the kernels
+// attention_forward / attention_backward (kernels/kernels.h).
 // Keeps P = [Q | K | V | R], A and Y's mask of the last Forward.
 // Params "<name>.weight" [D × 4·H·d] (decay), Xavier-uniform; no bias (as the reference).
 // Thread safety: see layer.h.
@@ -41,11 +42,11 @@ class FieldSelfAttention final : public Layer {
   std::string name_;
   int64_t fields_, dim_, heads_, head_dim_, width_;  // width_ = heads · head_dim
   tensor::Tensor weight_, weight_grad_;  // [D × 4·width]
-  tensor::Tensor xc_;    // x made contiguous: [B·F × D]
+  tensor::Tensor xc_;    // x packed as [B·F × D] when its rows are not (x.ld > F·D)
   tensor::Tensor p_;     // [Q | K | V | R] of the last Forward: [B·F × 4·width]
   tensor::Tensor a_;     // attention weights: [B·H × F·F]
   tensor::Tensor dp_;    // backward: [dQ | dK | dV | dR]
-  tensor::Tensor dxc_;   // backward: dX contiguous [B·F × D]
+  tensor::Tensor dxc_;   // backward: dX packed [B·F × D] when dx's rows are not
 };
 
 }  // namespace rectrain::nn

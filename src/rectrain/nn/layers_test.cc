@@ -74,6 +74,12 @@ std::vector<LayerCase> Registry() {
   cases.push_back({"Attention_f3_d4_h1x2", [] { return std::make_unique<FieldSelfAttention>("att", 3, 4, 1, 2, 9); }});
   cases.push_back({"Attention_f5_d3_h2x4", [] { return std::make_unique<FieldSelfAttention>("att", 5, 3, 2, 4, 9); }});
   cases.push_back({"Attention_f26_d16_h2x8", [] { return std::make_unique<FieldSelfAttention>("att", 26, 16, 2, 8, 9); }});
+  {
+    // Packed input rows (ld = in): the layer reads x in place instead of copying it.
+    LayerCase c{"Attention_f5_d3_h2x4_packed", [] { return std::make_unique<FieldSelfAttention>("att", 5, 3, 2, 4, 9); }};
+    c.options.pad = 0;
+    cases.push_back(c);
+  }
   cases.push_back({"Cin_f3_d2_h4", [] { return std::make_unique<CompressedInteraction>("cin", 3, 2, std::vector<int>{4}, 7); }});
   {
     LayerCase c{"Cin_f4_d3_h3_2_5", [] { return std::make_unique<CompressedInteraction>("cin", 4, 3, std::vector<int>{3, 2, 5}, 7); }};

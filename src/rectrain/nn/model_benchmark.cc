@@ -6,6 +6,8 @@
 // built from the same layers the model uses.
 // BM_DotInteraction times the pairwise dot-product layer alone (FwFM and DLRM), forward and
 // backward, at FwFM's criteo shape in examples/fwfm.yaml (39 fields × dim 16) and DLRM's (27).
+// BM_FieldSelfAttention times one AutoInt interacting layer (examples/autoint.yaml: 26 fields,
+// dim 16, 2 heads of 8), forward and backward.
 // Run: OMP_WAIT_POLICY=passive ./model_benchmark (threads are set per case through
 // ComputeContext and omp_set_num_threads, which oneDNN follows).
 #include <omp.h>
@@ -19,6 +21,7 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/kernels/gemm.h"
+#include "rectrain/nn/attention.h"
 #include "rectrain/nn/dense.h"
 #include "rectrain/nn/embedding_bag.h"
 #include "rectrain/nn/fm.h"
@@ -298,6 +301,46 @@ void BM_DotInteraction(benchmark::State& state) {
 BENCHMARK(BM_DotInteraction)
     ->ArgNames({"vectors", "backward", "threads"})
     ->ArgsProduct({{27, 39}, {0, 1}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+void BM_FieldSelfAttention(benchmark::State& state) {
+  const int64_t fields = 26, dim = 16;
+  const int heads = 2, head_dim = 8;
+  const bool backward = state.range(0) != 0;
+  const int threads = static_cast<int>(state.range(1));
+  omp_set_num_threads(threads);
+  FieldSelfAttention layer("attn", fields, dim, heads, head_dim, /*seed=*/7);
+  tensor::Tensor x, y, dy, dx;
+  x.Resize(kBatch, layer.in_features());
+  y.Resize(kBatch, layer.out_features());
+  dy.Resize(kBatch, layer.out_features());
+  dx.Resize(kBatch, layer.in_features());
+  Rng rng(3);
+  for (float& v : x.span()) v = static_cast<float>(rng.Normal() * 0.3);
+  const LayerContext ctx{ComputeContext{threads}, true, 0, GemmPrecision::kFp32, 0};
+  RECTRAIN_CHECK(layer.Forward(x.view(), y.view(), ctx).ok());
+  for (auto _ : state) {
+    if (backward) {
+      state.PauseTiming();  // Backward uses dy as scratch
+      for (float& v : dy.span()) v = 1e-3f;
+      state.ResumeTiming();
+      RECTRAIN_CHECK(layer.Backward(x.view(), y.view(), dy.view(), dx.view(), ctx).ok());
+      benchmark::DoNotOptimize(dx.data());
+    } else {
+      RECTRAIN_CHECK(layer.Forward(x.view(), y.view(), ctx).ok());
+      benchmark::DoNotOptimize(y.data());
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  // Multiply-adds per row: the projection F·D·4W, scores and A·V 2·F·F·W; backward twice both.
+  const int64_t width = heads * head_dim;
+  const double macs = static_cast<double>(fields * dim * 4 * width + 2 * fields * fields * width) * (backward ? 2 : 1);
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * macs * kBatch, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_FieldSelfAttention)
+    ->ArgNames({"backward", "threads"})
+    ->ArgsProduct({{0, 1}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

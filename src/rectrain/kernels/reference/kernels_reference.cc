@@ -1,5 +1,7 @@
 // Scalar reference kernels: the specification of every kernel in kernels.h and the oracle of
 // kernels_test.cc. Written for clarity; sums accumulate in double.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "rectrain/kernels/internal/tables.h"
@@ -132,6 +134,81 @@ void PairDotsBackward(const float* x, int64_t rows, int64_t n, int64_t dim, int6
   }
 }
 
+// Attention: the field rows of row r start at p + r·F·4W; head h's Q, K, V, R slices of field i
+// at p_r + i·4W + {0, W, 2W, 3W} + h·d. Written as the formulas of kernels.h, recomputing what
+// they share instead of keeping it (kernels do not allocate).
+void AttentionForward(const float* p, int64_t rows, int64_t fields, int64_t heads,
+                      int64_t head_dim, float scale, float* a, float* y, int64_t ld_y) {
+  const int64_t F = fields, d = head_dim, W = heads * d, pw = 4 * W;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* P = p + r * F * pw;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* Q = P + h * d;
+      const float* K = P + W + h * d;
+      const float* V = P + 2 * W + h * d;
+      const float* R = P + 3 * W + h * d;
+      auto score = [&](int64_t i, int64_t j) {
+        double s = 0;
+        for (int64_t t = 0; t < d; ++t) s += static_cast<double>(Q[i * pw + t]) * K[j * pw + t];
+        return s * scale;
+      };
+      float* A = a + (r * heads + h) * F * F;
+      for (int64_t i = 0; i < F; ++i) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < F; ++j) mx = std::max(mx, score(i, j));
+        for (int64_t j = 0; j < F; ++j) sum += std::exp(score(i, j) - mx);
+        for (int64_t j = 0; j < F; ++j) A[i * F + j] = static_cast<float>(std::exp(score(i, j) - mx) / sum);
+        for (int64_t t = 0; t < d; ++t) {
+          double v = R[i * pw + t];
+          for (int64_t j = 0; j < F; ++j) v += static_cast<double>(A[i * F + j]) * V[j * pw + t];
+          y[r * ld_y + i * W + h * d + t] = static_cast<float>(std::max(v, 0.0));
+        }
+      }
+    }
+  }
+}
+
+void AttentionBackward(const float* p, const float* a, int64_t rows, int64_t fields,
+                       int64_t heads, int64_t head_dim, float scale, const float* g, int64_t ld_g,
+                       float* dp) {
+  const int64_t F = fields, d = head_dim, W = heads * d, pw = 4 * W;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* P = p + r * F * pw;
+    float* dP = dp + r * F * pw;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* Q = P + h * d;
+      const float* K = P + W + h * d;
+      const float* V = P + 2 * W + h * d;
+      const float* G = g + r * ld_g + h * d;  // G_i at G + i·W
+      const float* A = a + (r * heads + h) * F * F;
+      auto da = [&](int64_t i, int64_t j) {  // <G_i, V_j>
+        double s = 0;
+        for (int64_t t = 0; t < d; ++t) s += static_cast<double>(G[i * W + t]) * V[j * pw + t];
+        return s;
+      };
+      auto ds = [&](int64_t i, int64_t j) {
+        double rowsum = 0;
+        for (int64_t k = 0; k < F; ++k) rowsum += A[i * F + k] * da(i, k);
+        return A[i * F + j] * (da(i, j) - rowsum) * scale;
+      };
+      for (int64_t i = 0; i < F; ++i) {
+        for (int64_t t = 0; t < d; ++t) {
+          double dq = 0, dk = 0, dv = 0;
+          for (int64_t j = 0; j < F; ++j) {
+            dq += ds(i, j) * K[j * pw + t];
+            dk += ds(j, i) * Q[j * pw + t];
+            dv += static_cast<double>(A[j * F + i]) * G[j * W + t];
+          }
+          dP[i * pw + h * d + t] = static_cast<float>(dq);
+          dP[i * pw + W + h * d + t] = static_cast<float>(dk);
+          dP[i * pw + 2 * W + h * d + t] = static_cast<float>(dv);
+          dP[i * pw + 3 * W + h * d + t] = G[i * W + t];
+        }
+      }
+    }
+  }
+}
+
 // Round to nearest even on the upper 16 bits; NaN keeps its sign and becomes quiet (the
 // rounding add could otherwise carry a NaN's payload into an infinity).
 void ToBf16(const float* x, int64_t n, uint16_t* out) {
@@ -161,6 +238,8 @@ const KernelTable& ReferenceKernels() {
       .fm_backward = FmBackward,
       .pair_dots = PairDots,
       .pair_dots_backward = PairDotsBackward,
+      .attention_forward = AttentionForward,
+      .attention_backward = AttentionBackward,
       .to_bf16 = ToBf16,
   };
   return table;

@@ -21,6 +21,8 @@ const KernelTable& Avx2Kernels() {
       .fm_backward = avx2::FmBackward,
       .pair_dots = avx2::PairDots,
       .pair_dots_backward = avx2::PairDotsBackward,
+      .attention_forward = avx2::AttentionForward,
+      .attention_backward = avx2::AttentionBackward,
       .to_bf16 = avx2::ToBf16,
   };
   return table;

@@ -22,6 +22,8 @@ const KernelTable& Avx512Kernels() {
       .fm_backward = avx512::FmBackward,
       .pair_dots = avx512::PairDots,
       .pair_dots_backward = avx512::PairDotsBackward,
+      .attention_forward = avx512::AttentionForward,
+      .attention_backward = avx512::AttentionBackward,
       .to_bf16 = avx512::ToBf16,
   };
   return table;
