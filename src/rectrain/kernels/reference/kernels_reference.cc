@@ -135,8 +135,9 @@ void PairDotsBackward(const float* x, int64_t rows, int64_t n, int64_t dim, int6
 }
 
 // Attention: the field rows of row r start at p + r·F·4W; head h's Q, K, V, R slices of field i
-// at p_r + i·4W + {0, W, 2W, 3W} + h·d. Written as the formulas of kernels.h, recomputing what
-// they share instead of keeping it (kernels do not allocate).
+// at p_r + i·4W + {0, W, 2W, 3W} + h·d. Written as the formulas of kernels.h, recomputing small
+// shared terms (scores, <G_i, V_j>) instead of keeping them (kernels do not allocate); dQ, dK and
+// dV accumulate in float.
 void AttentionForward(const float* p, int64_t rows, int64_t fields, int64_t heads,
                       int64_t head_dim, float scale, float* a, float* y, int64_t ld_y) {
   const int64_t F = fields, d = head_dim, W = heads * d, pw = 4 * W;
@@ -154,10 +155,15 @@ void AttentionForward(const float* p, int64_t rows, int64_t fields, int64_t head
       };
       float* A = a + (r * heads + h) * F * F;
       for (int64_t i = 0; i < F; ++i) {
+        float* Ai = A + i * F;
         double mx = -INFINITY, sum = 0;
         for (int64_t j = 0; j < F; ++j) mx = std::max(mx, score(i, j));
-        for (int64_t j = 0; j < F; ++j) sum += std::exp(score(i, j) - mx);
-        for (int64_t j = 0; j < F; ++j) A[i * F + j] = static_cast<float>(std::exp(score(i, j) - mx) / sum);
+        for (int64_t j = 0; j < F; ++j) {
+          const double e = std::exp(score(i, j) - mx);
+          sum += e;
+          Ai[j] = static_cast<float>(e);
+        }
+        for (int64_t j = 0; j < F; ++j) Ai[j] = static_cast<float>(Ai[j] / sum);
         for (int64_t t = 0; t < d; ++t) {
           double v = R[i * pw + t];
           for (int64_t j = 0; j < F; ++j) v += static_cast<double>(A[i * F + j]) * V[j * pw + t];
@@ -175,35 +181,34 @@ void AttentionBackward(const float* p, const float* a, int64_t rows, int64_t fie
   for (int64_t r = 0; r < rows; ++r) {
     const float* P = p + r * F * pw;
     float* dP = dp + r * F * pw;
+    std::fill(dP, dP + F * pw, 0.0f);
     for (int64_t h = 0; h < heads; ++h) {
       const float* Q = P + h * d;
       const float* K = P + W + h * d;
       const float* V = P + 2 * W + h * d;
       const float* G = g + r * ld_g + h * d;  // G_i at G + i·W
       const float* A = a + (r * heads + h) * F * F;
+      float* dQ = dP + h * d;
+      float* dK = dP + W + h * d;
+      float* dV = dP + 2 * W + h * d;
+      float* dR = dP + 3 * W + h * d;
       auto da = [&](int64_t i, int64_t j) {  // <G_i, V_j>
         double s = 0;
         for (int64_t t = 0; t < d; ++t) s += static_cast<double>(G[i * W + t]) * V[j * pw + t];
         return s;
       };
-      auto ds = [&](int64_t i, int64_t j) {
+      for (int64_t i = 0; i < F; ++i) {
         double rowsum = 0;
         for (int64_t k = 0; k < F; ++k) rowsum += A[i * F + k] * da(i, k);
-        return A[i * F + j] * (da(i, j) - rowsum) * scale;
-      };
-      for (int64_t i = 0; i < F; ++i) {
-        for (int64_t t = 0; t < d; ++t) {
-          double dq = 0, dk = 0, dv = 0;
-          for (int64_t j = 0; j < F; ++j) {
-            dq += ds(i, j) * K[j * pw + t];
-            dk += ds(j, i) * Q[j * pw + t];
-            dv += static_cast<double>(A[j * F + i]) * G[j * W + t];
+        for (int64_t j = 0; j < F; ++j) {
+          const double ds = A[i * F + j] * (da(i, j) - rowsum) * scale;  // dS[i, j]
+          for (int64_t t = 0; t < d; ++t) {
+            dQ[i * pw + t] += static_cast<float>(ds * K[j * pw + t]);
+            dK[j * pw + t] += static_cast<float>(ds * Q[i * pw + t]);
+            dV[j * pw + t] += A[i * F + j] * G[i * W + t];
           }
-          dP[i * pw + h * d + t] = static_cast<float>(dq);
-          dP[i * pw + W + h * d + t] = static_cast<float>(dk);
-          dP[i * pw + 2 * W + h * d + t] = static_cast<float>(dv);
-          dP[i * pw + 3 * W + h * d + t] = G[i * W + t];
         }
+        for (int64_t t = 0; t < d; ++t) dR[i * pw + t] = G[i * W + t];
       }
     }
   }
