@@ -352,7 +352,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
     }
     internal::SendError(res, InternalError("request failed: " + what));
   });
-  svr.set_logger([self](const httplib::Request&, const httplib::Response& res) {
+  // Counted before the reply is written (httplib runs the post-routing handler after the error
+  // handler and before the first byte goes out): the logger runs after the write, so a client
+  // could see the reply, ask /metrics on another connection and find its request not counted.
+  svr.set_post_routing_handler([self](const httplib::Request&, httplib::Response& res) {
     if (self->registry == nullptr) return;
     if (res.status < 400) {
       self->requests_ok->Increment();

@@ -277,7 +277,10 @@ TEST_F(ServerTest, MetricsRouteParsesBack) {
   ASSERT_TRUE(RegisterProcessMetrics(registry_).ok());
   StartServer();
   auto c = Client();
-  ASSERT_TRUE(c.Get("/healthz"));  // counted in rectrain_http_requests_total
+  // Both are counted before their replies go out, so /metrics (its own request not yet counted)
+  // sees exactly these two even when each request is served on another worker thread.
+  ASSERT_TRUE(c.Get("/healthz"));
+  ASSERT_EQ(c.Get("/no-such-route")->status, 404);
   auto res = c.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
@@ -331,7 +334,8 @@ TEST_F(ServerTest, MetricsRouteParsesBack) {
   EXPECT_EQ(samples["rectrain_train_samples_total{run=a\"b\\c\nd}"], 123.0);
   EXPECT_GT(samples["process_resident_memory_bytes"], 0.0);
   EXPECT_EQ(types["process_cpu_seconds_total"], "counter");
-  EXPECT_GE(samples["rectrain_http_requests_total{outcome=ok}"], 1.0);
+  EXPECT_EQ(samples["rectrain_http_requests_total{outcome=ok}"], 1.0);
+  EXPECT_EQ(samples["rectrain_http_requests_total{outcome=404}"], 1.0);
 }
 
 TEST_F(ServerTest, NoStoreAttached) {
