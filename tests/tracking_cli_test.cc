@@ -251,7 +251,8 @@ TEST_F(TrackingCliTest, SigtermMarksTheRunStoppedAndMetricsAreScrapedWhileTraini
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << "\n"
+                                 << ReadAll(err);
   EXPECT_EQ(WEXITSTATUS(status), 143) << ReadAll(err);
   listed = FindRun("run_sig");
   ASSERT_FALSE(listed.is_null());
