@@ -249,7 +249,7 @@ TEST_P(KernelsTest, AttentionForwardBackwardMatchReference) {
   };
   const Shape shapes[] = {{1, 1, 1, 1}, {2, 1, 3, 1}, {3, 2, 16, 1}, {17, 3, 5, 1}, {26, 2, 8, 1},
                           {26, 2, 8, 4}, {26, 1, 16, 1}, {33, 2, 8, 1}, {39, 2, 8, 1}, {3, 1, 700, 1},
-                          // the compile-time forward at every padded width (16 to 64 fields)
+                          // the query-lane forward (1 to 64 fields) and the first shape past it
                           {1, 1, 8, 1}, {16, 2, 8, 1}, {50, 2, 16, 2}, {64, 1, 8, 1}, {65, 1, 8, 1}};
   for (const Shape& sh : shapes) {
     const int64_t F = sh.fields, H = sh.heads, d = sh.head_dim, W = H * d, pw = 4 * W;
