@@ -210,7 +210,8 @@ TEST_F(CliTest, SigtermStopsWithCheckpointAndResumes) {
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << "\n"
+                                 << ReadAll(*dir_ + "/sig.err");
   EXPECT_EQ(WEXITSTATUS(status), 143) << ReadAll(*dir_ + "/sig.err");
   const std::string err = ReadAll(*dir_ + "/sig.err");
   EXPECT_NE(err.find("rectrain train: interrupted by SIGTERM at step "), std::string::npos) << err;
