@@ -142,6 +142,40 @@ TEST(GeneratorTest, ProbFileIsTheTruthOfEachRowWhateverTheSeed) {
   }
 }
 
+// MainEffect and LatentVector are the parameters Terms uses (bench/zoo/posterior_bound.cc
+// estimates them): the main effects add up to Terms' main, each pair term is
+// weight · <v_a, v_b> / 2, and a field's vector is the same in every pair it is in.
+TEST(GeneratorTest, MainEffectAndLatentVectorAreTheTermsParameters) {
+  auto truth = SyntheticTruth::ForShape("criteo");
+  ASSERT_TRUE(truth.ok());
+  EXPECT_EQ(truth->noise_sd(), 0.45);
+  Rng rng(7);
+  std::vector<int64_t> dense(13), tokens(26);
+  for (int i = 0; i < 100; ++i) {
+    truth->SampleRow(rng, dense.data(), tokens.data());
+    if (i == 0) tokens[3] = -1;  // a missing token has parameters of its own
+    std::vector<double> pair_terms(truth->pairs().size());
+    const auto t = truth->Terms(dense.data(), tokens.data(), nullptr, pair_terms.data());
+    double main = 0;
+    for (int f = 0; f < 26; ++f) main += truth->MainEffect(f, tokens[f]);
+    EXPECT_EQ(main, t.main);
+    for (size_t p = 0; p < truth->pairs().size(); ++p) {
+      const auto& pair = truth->pairs()[p];
+      double va[SyntheticTruth::kLatentDim], vb[SyntheticTruth::kLatentDim];
+      truth->LatentVector(pair.a, tokens[pair.a], va);
+      truth->LatentVector(pair.b, tokens[pair.b], vb);
+      double dot = 0;
+      for (int c = 0; c < SyntheticTruth::kLatentDim; ++c) dot += va[c] * vb[c];
+      EXPECT_EQ(pair.weight * dot * 0.5, pair_terms[p]);
+    }
+  }
+  EXPECT_NE(truth->MainEffect(3, -1), truth->MainEffect(3, 0));
+  double v0[SyntheticTruth::kLatentDim], v1[SyntheticTruth::kLatentDim];
+  truth->LatentVector(0, 12345, v0);
+  truth->LatentVector(1, 12345, v1);
+  EXPECT_NE(v0[0], v1[0]);  // per field, not per token alone
+}
+
 // Terms splits the logit the generator uses (bench/zoo/criteo_ceiling.cc leaves parts out).
 TEST(GeneratorTest, TermsAddUpToTheLogitAndUnknownFieldsDropTheirEffects) {
   auto truth = SyntheticTruth::ForShape("criteo");

@@ -159,6 +159,15 @@ void SyntheticTruth::SampleRow(Rng& rng, int64_t* dense, int64_t* tokens) const 
   }
 }
 
+double SyntheticTruth::MainEffect(int field, int64_t token) const {
+  return fields_[static_cast<size_t>(field)].effect_sd * Gauss(H(10, static_cast<uint64_t>(field), TokenKey(token)));
+}
+
+void SyntheticTruth::LatentVector(int field, int64_t token, double* out) const {
+  const uint64_t key = TokenKey(token);
+  for (int c = 0; c < kLatentDim; ++c) out[c] = Gauss(H(11 + c, static_cast<uint64_t>(field), key));
+}
+
 SyntheticTruth::LogitTerms SyntheticTruth::Terms(const int64_t* dense, const int64_t* tokens,
                                                  const bool* known, double* pair_terms) const {
   // `total` adds every term in the order the generator always has, so that
@@ -166,24 +175,22 @@ SyntheticTruth::LogitTerms SyntheticTruth::Terms(const int64_t* dense, const int
   LogitTerms t;
   uint64_t row_hash = kTruthSeed;
   for (size_t f = 0; f < fields_.size(); ++f) {
-    const uint64_t key = TokenKey(tokens[f]);
     if (known == nullptr || known[f]) {
-      const double main = fields_[f].effect_sd * Gauss(H(10, f, key));
+      const double main = MainEffect(static_cast<int>(f), tokens[f]);
       t.main += main;
       t.total += main;
     }
-    row_hash = Mix64(row_hash ^ key);
+    row_hash = Mix64(row_hash ^ TokenKey(tokens[f]));
   }
   if (pair_terms != nullptr) std::fill(pair_terms, pair_terms + pairs_.size(), 0.0);
   for (size_t i = 0; i < pairs_.size(); ++i) {
     const Pair& p = pairs_[i];
     if (known != nullptr && !(known[p.a] && known[p.b])) continue;
-    const uint64_t ka = TokenKey(tokens[p.a]);
-    const uint64_t kb = TokenKey(tokens[p.b]);
+    double va[kLatentDim], vb[kLatentDim];
+    LatentVector(p.a, tokens[p.a], va);
+    LatentVector(p.b, tokens[p.b], vb);
     double dot = 0;
-    for (int c = 0; c < kLatentDim; ++c) {
-      dot += Gauss(H(11 + c, p.a, ka)) * Gauss(H(11 + c, p.b, kb));
-    }
+    for (int c = 0; c < kLatentDim; ++c) dot += va[c] * vb[c];
     const double pair = p.weight * dot * 0.5;  // 1/√K with K = 4
     if (pair_terms != nullptr) pair_terms[i] = pair;
     t.pairs += pair;

@@ -66,6 +66,15 @@ class SyntheticTruth {
 
   double Logit(const int64_t* dense, const int64_t* tokens) const;
 
+  // The truth's own parameters of one token (-1: missing) of sparse field f, as the logit uses
+  // them: its main effect, and its latent vector (kLatentDim values; the same vector in every
+  // pair the field is in). The pair term is weight · <v_a, v_b> / √kLatentDim. Each is a draw
+  // from N(0, effect_sd²) and N(0, I) (approximately: a sum of four uniforms).
+  double MainEffect(int field, int64_t token) const;
+  void LatentVector(int field, int64_t token, double* out) const;
+  // The standard deviation of the row-noise term (0 for the easy shape).
+  double noise_sd() const { return noise_sd_; }
+
   // The logit's terms, for asking what a model could reach with less than the whole truth
   // (bench/zoo/criteo_ceiling.cc). Logit = bias() + total; total is main + pairs + dense + noise
   // summed in the generator's order (so it keeps the bits of every .prob file).
