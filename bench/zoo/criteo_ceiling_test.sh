@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench/zoo/criteo_ceiling on small generated files: every score is printed, they fall in the
-# order the truth implies, and a malformed row is an error naming its file and line. With
+# order the truth implies, the posterior bound rises with the training rows, and a malformed row
+# is an error naming its file and line. With
 # --predictions, the oracle's own probabilities carry every truth term at full strength (1), a
 # constant prediction none (0), and a bad prediction file is an error naming its line.
 # Usage: criteo_ceiling_test.sh CRITEO_CEILING RECTRAIN
@@ -13,12 +14,21 @@ trap 'rm -rf "$W"' EXIT
 "$B" data gen --rows 5000 --out "$W/valid.tsv" --seed 2 >/dev/null
 "$C" "$W/train.tsv" "$W/valid.tsv" > "$W/out"
 cat "$W/out"
-[ "$(grep -c '^valid auc' "$W/out")" -eq 8 ] || { echo "expected 8 scores" >&2; exit 1; }
-# oracle > noise-free oracle > ids seen >= 1x > ... > ids seen >= 100x, and noise-free > main+dense.
+[ "$(grep -c '^valid auc' "$W/out")" -eq 9 ] || { echo "expected 9 scores" >&2; exit 1; }
+# oracle > noise-free oracle > ids seen >= 1x > ... > ids seen >= 100x, noise-free > main+dense,
+# and the posterior bound (estimated ids) below the ids seen >= 1x known exactly, above chance.
 awk '/^valid auc/ { a[++n] = $3 }
      END { ok = a[1] > a[2] && a[2] > a[3] && a[2] > a[4]
            for (i = 4; i < 8; i++) ok = ok && a[i] >= a[i + 1]
+           ok = ok && a[9] < a[4] && a[9] > 0.6
            exit !ok }' "$W/out" || { echo "scores out of order" >&2; exit 1; }
+# Five times the training rows: every id is estimated from more of its rows, so the bound rises
+# (the exact-knowledge lines need not: more ids are seen, but each is known exactly either way).
+"$B" data gen --rows 100000 --out "$W/train100k.tsv" --seed 1 >/dev/null
+"$C" "$W/train100k.tsv" "$W/valid.tsv" > "$W/out100k"
+small=$(awk '/^valid auc .* posterior bound/ { print $3 }' "$W/out")
+large=$(awk '/^valid auc .* posterior bound/ { print $3 }' "$W/out100k")
+awk -v s="$small" -v l="$large" 'BEGIN { exit !(l > s + 0.01) }' || { echo "bound $large at 100k rows, $small at 20k" >&2; exit 1; }
 head -n 3 "$W/valid.tsv" > "$W/bad.tsv"
 printf '1\t2\t3\n' >> "$W/bad.tsv"
 if "$C" "$W/train.tsv" "$W/bad.tsv" 2> "$W/err"; then echo "a malformed row was accepted" >&2; exit 1; fi
