@@ -3,7 +3,6 @@
 // Thread safety: called once from main().
 #pragma once
 
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -26,9 +25,5 @@ int RunDataStats(const std::vector<std::string>& args);
 // data_cache_cmd.cc: `rectrain data cache CONFIG` / `rectrain data convert INPUT... --to cache`.
 int RunDataCache(const std::vector<std::string>& args);
 int RunDataConvert(const std::vector<std::string>& args);
-
-// Installs SIGINT/SIGTERM handlers that request a clean stop (a second signal exits at once);
-// returns the flag the trainer polls (the signal number once one arrived).
-const std::atomic<int>* InstallStopHandlers();
 
 }  // namespace rectrain::cli

@@ -1,14 +1,13 @@
 // rectrain: the command-line tool. Thin: parses flags and calls the library (docs/cli.md).
-#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/process_env.h"
+#include "rectrain/cli/stop_signals.h"
 #include "rectrain/config/binder.h"
 
 #ifndef RECTRAIN_VERSION
@@ -17,22 +16,6 @@
 
 namespace rectrain::cli {
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-void OnStopSignal(int sig) {
-  if (g_stop_signal.load() != 0) {
-    // Second signal: stop now, without waiting for the step and checkpoint.
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-    return;
-  }
-  g_stop_signal.store(sig);
-  static const char kMsg[] =
-      "\nrectrain: stopping after the current step and writing a checkpoint (signal again to "
-      "abort at once)\n";
-  (void)!write(2, kMsg, sizeof(kMsg) - 1);
-}
 
 const char kUsage[] =
     "usage: rectrain <command> [args]\n"
@@ -55,16 +38,6 @@ const char kUsage[] =
     "docs: docs/cli.md (commands, exit codes), docs/config.md (every config key)\n";
 
 }  // namespace
-
-const std::atomic<int>* InstallStopHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  return &g_stop_signal;
-}
 
 int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "train") return RunTrain(rest);
@@ -131,5 +104,7 @@ int main(int argc, char** argv) {
     std::fputs(rectrain::cli::kUsage, stdout);
     return 0;
   }
+  // Before the command starts any thread: SIGINT/SIGTERM go to one watcher thread (stop_signals.h).
+  rectrain::cli::StartStopSignalWatcher();
   return Dispatch(cmd, std::vector<std::string>(args.begin() + 1, args.end()));
 }

@@ -8,6 +8,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/stop_signals.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/data/generator.h"
 #include "rectrain/train/trainer.h"
@@ -103,7 +104,7 @@ int RunQuickstart(const std::vector<std::string>& args) {
   fs::remove_all(run_dir, ec);
   train::TrainerOptions options;
   options.run_dir = run_dir;
-  options.stop_signal = InstallStopHandlers();
+  options.stop_signal = EnableGracefulStop();
   auto summary = train::Train(*loaded, options);
   if (!summary.ok()) return ReportError(kCmd, summary.status());
   const train::TrainSummary& s = *summary;

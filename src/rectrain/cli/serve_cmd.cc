@@ -1,13 +1,11 @@
 // `rectrain serve`: HTTP/JSON scoring with micro-batching and hot reload (serve/service.h,
 // docs/serving.md).
-#include <pthread.h>
-#include <signal.h>
-
 #include <cstdio>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/stop_signals.h"
 #include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
 #include "rectrain/serve/service.h"
@@ -55,12 +53,6 @@ int RunServe(const std::vector<std::string>& args) {
   so.poll_seconds = static_cast<double>(poll_ms) / 1000.0;
   so.verify_checksums = !no_verify;
   so.precision = precision;
-  // Signals are taken by sigwait below: block them before any thread starts (threads inherit it).
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   http::MetricsRegistry registry;
   if (Status s = http::RegisterProcessMetrics(registry); !s.ok()) return ReportError(kCmd, s);
   auto service = serve::ModelService::Start(so, &registry);
@@ -81,8 +73,7 @@ int RunServe(const std::vector<std::string>& args) {
   std::printf("rectrain serve: %s (model version %lld); POST %s/v1/predict\n", (*server)->url().c_str(),
               static_cast<long long>((*service)->version()), (*server)->url().c_str());
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&stop, &sig);
+  const int sig = WaitForStopSignal();
   std::fprintf(stderr, "rectrain serve: signal %d, stopping\n", sig);
   (*server)->Stop();
   (*service)->Stop();

@@ -11,6 +11,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/stop_signals.h"
 #include "rectrain/dist/launch.h"
 #include "rectrain/train/session.h"
 
@@ -64,7 +65,7 @@ int RunTrain(const std::vector<std::string>& args) {
   o.skip_data_check = skip_data_check;
   o.progress = no_progress ? 0 : -1;
   o.echo = !quiet && lead;
-  o.stop_signal = InstallStopHandlers();
+  o.stop_signal = EnableGracefulStop();
   o.comm = comm.get();
   o.note = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());

@@ -15,6 +15,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/stop_signals.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
@@ -136,7 +137,7 @@ int RunTune(const std::vector<std::string>& args) {
   o.resume = !resume.empty();
   o.rectrain_exe = SelfExe();
   o.check = MakeChecker(*spec, study_dir);
-  o.stop_signal = InstallStopHandlers();
+  o.stop_signal = EnableGracefulStop();
 
   // The tracking store of the base config: the study and its trials are runs there.
   auto base = o.check(spec->sets);

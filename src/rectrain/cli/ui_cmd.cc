@@ -6,6 +6,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/stop_signals.h"
 #include "rectrain/track/workspace.h"
 #include "rectrain/http/ui_server.h"
 
@@ -48,6 +49,7 @@ int RunUi(const std::vector<std::string>& args) {
   o.static_dir = static_dir;
   o.alertmanager_url = alertmanager;
   o.artifact_root = track::WorkspaceOfStore(o.store_path, workspace);
+  o.wait_for_stop = WaitForStopSignal;
   std::error_code ec;
   const std::filesystem::path store_dir = std::filesystem::path(o.store_path).parent_path();
   if (!store_dir.empty()) std::filesystem::create_directories(store_dir, ec);

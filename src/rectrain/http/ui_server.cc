@@ -1,11 +1,8 @@
 // rectrain/http/ui_server.cc: see ui_server.h.
 #include "rectrain/http/ui_server.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -28,60 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int g_signal_pipe[2] = {-1, -1};
-
-void OnSignal(int sig) {
-  unsigned char b = static_cast<unsigned char>(sig);
-  int saved = errno;
-  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
-  errno = saved;
-}
-
 bool HasIndex(const fs::path& dir) {
   std::error_code ec;
   return !dir.empty() && fs::is_regular_file(dir / "index.html", ec);
 }
-
-// Installs SIGINT/SIGTERM handlers writing to a self-pipe; restores the old ones on destruction.
-class SignalWaiter {
- public:
-  Status Install() {
-    if (pipe(g_signal_pipe) != 0) return InternalError("pipe() failed for the signal handler");
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-    installed_ = true;
-    return OkStatus();
-  }
-  // Blocks until a signal arrives; returns its number.
-  int Wait() {
-    pollfd p{g_signal_pipe[0], POLLIN, 0};
-    for (;;) {
-      int rc = poll(&p, 1, -1);
-      if (rc > 0) {
-        unsigned char b = 0;
-        if (read(g_signal_pipe[0], &b, 1) == 1) return b;
-      } else if (rc < 0 && errno != EINTR) {
-        return 0;
-      }
-    }
-  }
-  ~SignalWaiter() {
-    if (!installed_) return;
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    close(g_signal_pipe[0]);
-    close(g_signal_pipe[1]);
-    g_signal_pipe[0] = g_signal_pipe[1] = -1;
-  }
-
- private:
-  bool installed_ = false;
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 }  // namespace
 
@@ -116,6 +63,7 @@ Result<std::string> FindUiAssets(std::string_view explicit_dir) {
 
 Status ServeUi(const UiOptions& options) {
   if (options.store_path.empty()) return InvalidArgumentError("ServeUi needs a store_path");
+  if (!options.wait_for_stop) return InvalidArgumentError("ServeUi needs a wait_for_stop");
   if (!options.alertmanager_url.empty()) {
     RECTRAIN_RETURN_IF_ERROR(internal::ParseAlertmanagerUrl(options.alertmanager_url).status());
   }
@@ -147,8 +95,6 @@ Status ServeUi(const UiOptions& options) {
 
   MetricsRegistry registry;
   RECTRAIN_RETURN_IF_ERROR(RegisterProcessMetrics(registry));
-  SignalWaiter signals;
-  RECTRAIN_RETURN_IF_ERROR(signals.Install());
   RECTRAIN_ASSIGN_OR_RETURN(auto server, Server::Start(so, &registry, store.get()));
   std::string url = server->url() + "/";
   if (!so.token.empty()) url += "?token=" + so.token;
@@ -162,7 +108,7 @@ Status ServeUi(const UiOptions& options) {
   }
   out << "rectrain ui: press Ctrl-C to stop" << std::endl;
   if (options.on_ready) options.on_ready(url);
-  int sig = signals.Wait();
+  const int sig = options.wait_for_stop();
   out << "rectrain ui: " << (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal")
       << " received, stopping" << std::endl;
   server->Stop();

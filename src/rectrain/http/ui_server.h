@@ -1,16 +1,17 @@
 // rectrain/http/ui_server.h: `rectrain ui` as a library call. ServeUi() opens the tracking store,
 // serves the web UI (static files built from ui/ with npm), the REST API and /metrics on one
-// port, prints the URL and blocks until SIGINT or SIGTERM, then stops cleanly.
+// port, prints the URL and blocks until the caller's wait_for_stop returns (for `rectrain ui`:
+// SIGINT or SIGTERM), then stops cleanly.
 //
 // Security: binds 127.0.0.1 by default. A non-loopback host needs a token: UiOptions::token,
 // else $RECTRAIN_UI_TOKEN, else one is generated and printed with the URL. Log tails are served
 // only from files under the workspace (the store's directory unless artifact_root is set).
 //
-// Thread safety: call from the main thread. ServeUi installs SIGINT/SIGTERM handlers for its
-// duration and restores the previous ones before returning.
+// Thread safety: ServeUi may run on any thread; it calls wait_for_stop on that thread.
 //
 // Example (the whole of `rectrain ui`):
 //   http::UiOptions o;  o.store_path = workspace + "/rectrain.db";  o.port = flags.port;
+//   o.wait_for_stop = cli::WaitForStopSignal;
 //   return http::ServeUi(o);
 #pragma once
 
@@ -39,6 +40,10 @@ struct UiOptions {
   // Called once the server accepts connections, with the URL (token included); for tests and
   // for callers that open a browser.
   std::function<void(const std::string& url)> on_ready;
+  // Required: blocks until the server should stop; returns the signal that asked for it (SIGINT
+  // and SIGTERM are named in the log line, anything else is "signal"). The process's signals
+  // belong to its main program, not to this library.
+  std::function<int()> wait_for_stop;
 };
 
 // Locates the built UI (a directory holding index.html), in this order: `explicit_dir`;
@@ -48,7 +53,7 @@ struct UiOptions {
 // $RECTRAIN_UI_DIR without index.html is NotFound at once (no silent fallback).
 Result<std::string> FindUiAssets(std::string_view explicit_dir);
 
-// Serves until SIGINT/SIGTERM. Errors: those of TrackingStore::Open, FindUiAssets and
+// Serves until options.wait_for_stop returns. Errors: InvalidArgument without wait_for_stop; those of TrackingStore::Open, FindUiAssets and
 // Server::Start (InvalidArgument for a bad token, Unavailable if the port is taken), and
 // InvalidArgument for an alertmanager_url that is not an http(s) URL. An Alertmanager that is
 // down is no error here: the alerts route reports it.

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -190,8 +191,10 @@ TEST_F(UiApiTest, RunsReportJsonMatchesRestApi) {
   EXPECT_EQ(json::parse(*track::FormatComparison(*cmp, true)), GetJson("/api/compare?ids=2,4"));
 }
 
-TEST_F(UiApiTest, ServeUiServesUntilSigterm) {
+TEST_F(UiApiTest, ServeUiServesUntilAskedToStop) {
+  std::promise<int> stop;
   UiOptions o;
+  o.wait_for_stop = [f = stop.get_future().share()] { return f.get(); };
   o.store_path = (dir_ / "ws" / "rectrain.db").string();
   o.port = 0;
   o.static_dir = (dir_ / "static").string();
@@ -224,7 +227,7 @@ TEST_F(UiApiTest, ServeUiServesUntilSigterm) {
   auto metrics = c.Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find("process_resident_memory_bytes"), std::string::npos);
-  kill(getpid(), SIGTERM);
+  stop.set_value(SIGTERM);  // what `rectrain ui`'s signal watcher returns on SIGTERM
   t.join();
   EXPECT_TRUE(result.ok()) << result;
   EXPECT_NE(out.str().find("rectrain ui: serving " + o.store_path + " at " + url + "\n"),
@@ -391,12 +394,17 @@ TEST_F(UiApiTest, AlertmanagerUrls) {
   UiOptions o;
   o.store_path = (dir_ / "ws" / "rectrain.db").string();
   o.static_dir = (dir_ / "static").string();
+  o.wait_for_stop = [] { return 0; };
   o.alertmanager_url = "localhost:9093";
   EXPECT_EQ(ServeUi(o).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(UiApiTest, ServeUiErrors) {
   UiOptions o;
+  o.store_path = (dir_ / "ws" / "rectrain.db").string();
+  o.static_dir = (dir_ / "static").string();
+  EXPECT_EQ(ServeUi(o), InvalidArgumentError("ServeUi needs a wait_for_stop"));
+  o.wait_for_stop = [] { return 0; };
   o.store_path = (dir_ / "ws" / "rectrain.db").string();
   o.static_dir = (dir_ / "nowhere").string();
   EXPECT_EQ(ServeUi(o), NotFoundError("UI directory " + o.static_dir + " has no index.html"));

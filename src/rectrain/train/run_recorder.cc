@@ -98,7 +98,15 @@ std::string GitCommitOf(const std::string& dir) {
   std::string d = dir.empty() ? "." : dir;
   const char* argv[] = {"git", "-C", d.c_str(), "rev-parse", "--verify", "-q", "HEAD", nullptr};
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "git", &fa, nullptr, const_cast<char* const*>(argv), environ);
+  // A caller may block signals in every thread (cli/stop_signals.h); git starts with none blocked.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  const int rc = posix_spawnp(&pid, "git", &fa, &attr, const_cast<char* const*>(argv), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   close(out[1]);
   std::string text;

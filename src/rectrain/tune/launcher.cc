@@ -31,6 +31,11 @@ Result<std::unique_ptr<TrialProcess>> Spawn(const std::vector<std::string>& argv
   }
   if (pid == 0) {
     setpgid(0, 0);
+    // The tuner blocks SIGINT/SIGTERM in every thread (cli/stop_signals.h); a blocked mask
+    // survives exec, and the trial must be stoppable.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(143);  // the tuner died before prctl took effect
     const int null_fd = ::open("/dev/null", O_RDONLY);

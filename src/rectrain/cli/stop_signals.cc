@@ -1,0 +1,104 @@
+#include "rectrain/cli/stop_signals.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace rectrain::cli {
+namespace {
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+
+// Never destroyed: the watcher may still run while static destructors do at exit.
+struct Watcher {
+  std::mutex mu;
+  std::condition_variable arrived;
+  bool graceful = false;  // guarded by mu
+  bool waiting = false;   // guarded by mu: someone calls WaitForStopSignal()
+  std::atomic<int> first{0};
+  bool ignored_at_start[2] = {false, false};
+};
+
+Watcher& State() {
+  static Watcher* const watcher = new Watcher;
+  return *watcher;
+}
+
+sigset_t StopSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kStopSignals) sigaddset(&set, sig);
+  return set;
+}
+
+// What the signal would have done without rectrain: ends the process (default action), or
+// nothing when the disposition at start was to ignore it (e.g. SIGINT of a background job).
+void ActAsUnhandled(int sig, bool ignored_at_start) {
+  if (ignored_at_start) return;
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  raise(sig);  // to this thread; the default action ends the whole process
+}
+
+void WatchLoop() {
+  Watcher& w = State();
+  const sigset_t set = StopSet();
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    const bool ignored = w.ignored_at_start[sig == SIGINT ? 0 : 1];
+    std::unique_lock<std::mutex> lock(w.mu);
+    if (w.first.load() == 0 && (w.graceful || w.waiting)) {
+      w.first.store(sig);
+      if (w.graceful) {
+        static const char kMsg[] =
+            "\nrectrain: stopping after the current step and writing a checkpoint (signal again to "
+            "abort at once)\n";
+        (void)!write(2, kMsg, sizeof(kMsg) - 1);
+      }
+      lock.unlock();
+      w.arrived.notify_all();
+      continue;
+    }
+    lock.unlock();
+    ActAsUnhandled(sig, ignored);
+  }
+}
+
+}  // namespace
+
+void StartStopSignalWatcher() {
+  Watcher& w = State();
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction old {};
+    sigaction(kStopSignals[i], nullptr, &old);
+    w.ignored_at_start[i] = old.sa_handler == SIG_IGN;
+  }
+  const sigset_t set = StopSet();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread(WatchLoop).detach();
+}
+
+const std::atomic<int>* EnableGracefulStop() {
+  Watcher& w = State();
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.graceful = true;
+  return &w.first;
+}
+
+int WaitForStopSignal() {
+  Watcher& w = State();
+  std::unique_lock<std::mutex> lock(w.mu);
+  w.waiting = true;
+  w.arrived.wait(lock, [&] { return w.first.load() != 0; });
+  return w.first.load();
+}
+
+}  // namespace rectrain::cli
