@@ -96,6 +96,20 @@ URL=$(sed -n 's/^metrics: //p' s3a.err)
 python3 -c "import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())" "$URL" > metrics.txt || fail "no /metrics at $URL"
 grep -q 'rectrain_tune_trials{state="running",study="killed"}' metrics.txt || fail "/metrics lacks the trial states"
 grep -q 'rectrain_tune_slots{study="killed"} 2' metrics.txt || fail "/metrics lacks the slots"
+# Kill while a promoted trial runs (launched with resume, no result since: its rung-0
+# checkpoint exists), so at least one running trial has a checkpoint to continue from. Killing
+# at any other moment may find only trials still starting up, which rightly start again (1 run
+# in 6 did, two tests at a time).
+promoted_running() {
+  awk '{ if (!match($0, /"trial":[0-9]+/)) next; t = substr($0, RSTART + 8, RLENGTH - 8) }
+       /"ev":"launch"/ { run[t] = /"resume":true/ ? 2 : 1 }
+       /"ev":"result"/ { run[t] = 0 }
+       END { for (t in run) if (run[t] == 2) found = 1; exit !found }' s3/journal.jsonl
+}
+i=0
+until promoted_running; do
+  i=$((i + 1)); [ $i -lt 1200 ] || fail "no promoted trial was seen running"; sleep 0.05
+done
 kill -9 $PID
 wait $PID 2>/dev/null || true
 before=$(count '"ev":"trial"' s3/journal.jsonl)
