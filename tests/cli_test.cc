@@ -220,6 +220,10 @@ TEST_F(CliTest, SigtermStopsWithCheckpointAndResumes) {
                                  << ReadAll(*dir_ + "/sig.err");
   EXPECT_EQ(WEXITSTATUS(status), 143) << ReadAll(*dir_ + "/sig.err");
   const std::string err = ReadAll(*dir_ + "/sig.err");
+  EXPECT_NE(err.find("\nrectrain: stopping after the current step and writing a checkpoint "
+                     "(signal again to abort at once)\n"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find("rectrain train: interrupted by SIGTERM at step "), std::string::npos) << err;
   EXPECT_NE(err.find("resume with: rectrain train --resume " + run), std::string::npos) << err;
   auto summary = nlohmann::json::parse(ReadAll(run + "/summary.json"));

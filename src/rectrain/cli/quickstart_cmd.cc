@@ -104,7 +104,7 @@ int RunQuickstart(const std::vector<std::string>& args) {
   fs::remove_all(run_dir, ec);
   train::TrainerOptions options;
   options.run_dir = run_dir;
-  options.stop_signal = EnableGracefulStop();
+  options.stop_signal = EnableGracefulStop(kCheckpointStopNote);
   auto summary = train::Train(*loaded, options);
   if (!summary.ok()) return ReportError(kCmd, summary.status());
   const train::TrainSummary& s = *summary;

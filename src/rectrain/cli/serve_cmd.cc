@@ -53,6 +53,7 @@ int RunServe(const std::vector<std::string>& args) {
   so.poll_seconds = static_cast<double>(poll_ms) / 1000.0;
   so.verify_checksums = !no_verify;
   so.precision = precision;
+  EnableGracefulStop("");  // a signal while the model loads stops the server once it is up
   http::MetricsRegistry registry;
   if (Status s = http::RegisterProcessMetrics(registry); !s.ok()) return ReportError(kCmd, s);
   auto service = serve::ModelService::Start(so, &registry);

@@ -2,11 +2,13 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 namespace rectrain::cli {
 namespace {
@@ -18,7 +20,7 @@ struct Watcher {
   std::mutex mu;
   std::condition_variable arrived;
   bool graceful = false;  // guarded by mu
-  bool waiting = false;   // guarded by mu: someone calls WaitForStopSignal()
+  std::string note;       // guarded by mu
   std::atomic<int> first{0};
   bool ignored_at_start[2] = {false, false};
 };
@@ -55,13 +57,11 @@ void WatchLoop() {
     if (sigwait(&set, &sig) != 0) continue;
     const bool ignored = w.ignored_at_start[sig == SIGINT ? 0 : 1];
     std::unique_lock<std::mutex> lock(w.mu);
-    if (w.first.load() == 0 && (w.graceful || w.waiting)) {
+    if (w.first.load() == 0 && w.graceful) {
       w.first.store(sig);
-      if (w.graceful) {
-        static const char kMsg[] =
-            "\nrectrain: stopping after the current step and writing a checkpoint (signal again to "
-            "abort at once)\n";
-        (void)!write(2, kMsg, sizeof(kMsg) - 1);
+      if (!w.note.empty()) {
+        std::fprintf(stderr, "%s\n", w.note.c_str());
+        std::fflush(stderr);  // a second signal may end the process before exit flushes it
       }
       lock.unlock();
       w.arrived.notify_all();
@@ -86,17 +86,18 @@ void StartStopSignalWatcher() {
   std::thread(WatchLoop).detach();
 }
 
-const std::atomic<int>* EnableGracefulStop() {
+const std::atomic<int>* EnableGracefulStop(std::string note) {
   Watcher& w = State();
   std::lock_guard<std::mutex> lock(w.mu);
   w.graceful = true;
+  w.note = std::move(note);
   return &w.first;
 }
 
 int WaitForStopSignal() {
   Watcher& w = State();
   std::unique_lock<std::mutex> lock(w.mu);
-  w.waiting = true;
+  w.graceful = true;
   w.arrived.wait(lock, [&] { return w.first.load() != 0; });
   return w.first.load();
 }

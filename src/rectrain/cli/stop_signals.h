@@ -11,9 +11,10 @@
 //   - main() calls StartStopSignalWatcher() before any other thread starts; every thread created
 //     later inherits the blocked mask. Until a command asks for more, a signal ends the process
 //     as its disposition at start would have (the default action, or nothing if it was ignored).
-//   - train, tune, quickstart: EnableGracefulStop() returns the flag the first signal sets (the
-//     signal's number; a note goes to stderr); a second signal ends the process at once.
-//   - serve, ui: WaitForStopSignal() blocks until a signal arrives and returns its number.
+//   - A command that stops cleanly calls EnableGracefulStop(note) as early as it can: from then
+//     on the first signal sets the returned flag (the signal's number) and prints `note` on
+//     stderr; a second signal ends the process at once. train, tune and quickstart poll the
+//     flag; serve and ui block in WaitForStopSignal().
 // A child process must not inherit the blocked mask: the code that forks (tune/launcher.cc) or
 // spawns (train/run_recorder.cc) clears it in the child.
 //
@@ -22,15 +23,23 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 
 namespace rectrain::cli {
 
 void StartStopSignalWatcher();
 
-// The stop flag: 0 until the first SIGINT/SIGTERM, then that signal's number.
-const std::atomic<int>* EnableGracefulStop();
+// The note of train/tune/quickstart when the first signal arrives.
+inline constexpr char kCheckpointStopNote[] =
+    "\nrectrain: stopping after the current step and writing a checkpoint (signal again to abort "
+    "at once)";
+
+// The stop flag: 0 until the first SIGINT/SIGTERM, then that signal's number. `note` (one
+// line, without the newline; empty: nothing) goes to stderr when that signal arrives.
+const std::atomic<int>* EnableGracefulStop(std::string note);
 
 // Blocks until the first SIGINT/SIGTERM (returns at once if one has arrived); its number.
+// Enables the graceful stop, without a note, if EnableGracefulStop was not called.
 int WaitForStopSignal();
 
 }  // namespace rectrain::cli

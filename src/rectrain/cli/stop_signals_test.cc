@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -67,9 +68,11 @@ void SleepForever() {
 }
 
 TEST(StopSignalsTest, GracefulStopSetsTheFlagAndASecondSignalEndsTheProcess) {
-  Child c = Fork([](int out) {
+  const std::string err_file = testing::TempDir() + "/stop_signals_note.err";
+  Child c = Fork([&](int out) {
+    if (std::freopen(err_file.c_str(), "w", stderr) == nullptr) _exit(3);
     StartStopSignalWatcher();
-    const std::atomic<int>* flag = EnableGracefulStop();
+    const std::atomic<int>* flag = EnableGracefulStop("note: stopping");
     (void)!write(out, "r", 1);
     while (flag->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const char got = static_cast<char>('0' + flag->load());  // SIGTERM 15 -> '?'
@@ -85,6 +88,9 @@ TEST(StopSignalsTest, GracefulStopSetsTheFlagAndASecondSignalEndsTheProcess) {
   ASSERT_TRUE(WIFSIGNALED(status)) << status;
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
   close(c.from_child);
+  std::ifstream err(err_file);
+  const std::string printed((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(printed, "note: stopping\n");  // the note, once, on the first signal only
 }
 
 TEST(StopSignalsTest, WithoutAGracefulStopASignalEndsTheProcessAsBefore) {
@@ -144,7 +150,7 @@ TEST(StopSignalsTest, ASignalIgnoredAtStartStaysIgnored) {
 TEST(StopSignalsTest, NoThreadRunsAHandlerForThem) {
   Child c = Fork([](int out) {
     StartStopSignalWatcher();
-    EnableGracefulStop();
+    EnableGracefulStop("");
     std::thread a(SleepForever), b(SleepForever);
     a.detach();
     b.detach();

@@ -65,7 +65,7 @@ int RunTrain(const std::vector<std::string>& args) {
   o.skip_data_check = skip_data_check;
   o.progress = no_progress ? 0 : -1;
   o.echo = !quiet && lead;
-  o.stop_signal = EnableGracefulStop();
+  o.stop_signal = EnableGracefulStop(kCheckpointStopNote);
   o.comm = comm.get();
   o.note = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());

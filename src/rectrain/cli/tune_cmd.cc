@@ -137,7 +137,7 @@ int RunTune(const std::vector<std::string>& args) {
   o.resume = !resume.empty();
   o.rectrain_exe = SelfExe();
   o.check = MakeChecker(*spec, study_dir);
-  o.stop_signal = EnableGracefulStop();
+  o.stop_signal = EnableGracefulStop(kCheckpointStopNote);
 
   // The tracking store of the base config: the study and its trials are runs there.
   auto base = o.check(spec->sets);

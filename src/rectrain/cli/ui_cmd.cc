@@ -49,6 +49,7 @@ int RunUi(const std::vector<std::string>& args) {
   o.static_dir = static_dir;
   o.alertmanager_url = alertmanager;
   o.artifact_root = track::WorkspaceOfStore(o.store_path, workspace);
+  EnableGracefulStop("");  // a signal while the store opens stops the server once it is up
   o.wait_for_stop = WaitForStopSignal;
   std::error_code ec;
   const std::filesystem::path store_dir = std::filesystem::path(o.store_path).parent_path();
