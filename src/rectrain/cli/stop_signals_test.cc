@@ -63,6 +63,13 @@ int WaitStatus(pid_t pid) {
   return status;
 }
 
+// Waits for the child; it must have been ended by `sig`.
+void ExpectEndedBy(pid_t pid, int sig) {
+  const int status = WaitStatus(pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), sig);
+}
+
 void SleepForever() {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
@@ -84,9 +91,7 @@ TEST(StopSignalsTest, GracefulStopSetsTheFlagAndASecondSignalEndsTheProcess) {
   kill(c.pid, SIGTERM);
   EXPECT_EQ(ReadByte(c.from_child), static_cast<char>('0' + SIGTERM));
   kill(c.pid, SIGTERM);  // the second one ends it at once
-  const int status = WaitStatus(c.pid);
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  ExpectEndedBy(c.pid, SIGTERM);
   close(c.from_child);
   std::ifstream err(err_file);
   const std::string printed((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
@@ -102,9 +107,7 @@ TEST(StopSignalsTest, WithoutAGracefulStopASignalEndsTheProcessAsBefore) {
   ASSERT_GT(c.pid, 0);
   ASSERT_EQ(ReadByte(c.from_child), 'r');
   kill(c.pid, SIGINT);
-  const int status = WaitStatus(c.pid);
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  ExpectEndedBy(c.pid, SIGINT);
   close(c.from_child);
 }
 
@@ -137,9 +140,7 @@ TEST(StopSignalsTest, ASignalIgnoredAtStartStaysIgnored) {
   kill(c.pid, SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   kill(c.pid, SIGTERM);
-  const int status = WaitStatus(c.pid);
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  ExpectEndedBy(c.pid, SIGTERM);
   close(c.from_child);
 }
 
