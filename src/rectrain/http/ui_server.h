@@ -53,10 +53,10 @@ struct UiOptions {
 // $RECTRAIN_UI_DIR without index.html is NotFound at once (no silent fallback).
 Result<std::string> FindUiAssets(std::string_view explicit_dir);
 
-// Serves until options.wait_for_stop returns. Errors: InvalidArgument without wait_for_stop; those of TrackingStore::Open, FindUiAssets and
-// Server::Start (InvalidArgument for a bad token, Unavailable if the port is taken), and
-// InvalidArgument for an alertmanager_url that is not an http(s) URL. An Alertmanager that is
-// down is no error here: the alerts route reports it.
+// Serves until options.wait_for_stop returns. Errors: InvalidArgument without wait_for_stop;
+// those of TrackingStore::Open, FindUiAssets and Server::Start (InvalidArgument for a bad
+// token, Unavailable if the port is taken); InvalidArgument for an alertmanager_url that is not
+// an http(s) URL. An Alertmanager that is down is no error here: the alerts route reports it.
 Status ServeUi(const UiOptions& options);
 
 }  // namespace rectrain::http

@@ -405,7 +405,6 @@ TEST_F(UiApiTest, ServeUiErrors) {
   o.static_dir = (dir_ / "static").string();
   EXPECT_EQ(ServeUi(o), InvalidArgumentError("ServeUi needs a wait_for_stop"));
   o.wait_for_stop = [] { return 0; };
-  o.store_path = (dir_ / "ws" / "rectrain.db").string();
   o.static_dir = (dir_ / "nowhere").string();
   EXPECT_EQ(ServeUi(o), NotFoundError("UI directory " + o.static_dir + " has no index.html"));
   o.static_dir = (dir_ / "static").string();
