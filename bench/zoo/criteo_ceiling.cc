@@ -158,17 +158,18 @@ int main(int argc, char** argv) {
   auto truth = SyntheticTruth::ForShape("criteo");
   if (!truth.ok()) return 1;
   std::vector<std::unordered_map<int64_t, uint32_t>> seen(kSparse);
-  // The rows as the posterior bound reads them.
-  auto truth_row = [&](const Row& r) {
+  // The rows as the posterior bound reads them, from the row's truth terms.
+  auto truth_row = [&](const Row& r, const SyntheticTruth::LogitTerms& all) {
     rectrain::bench::TruthRow t;
     t.label = r.label;
-    t.dense_logit = truth->bias() + truth->Terms(r.dense, r.tokens).dense;
+    t.dense_logit = truth->bias() + all.dense;
+    t.noise_free_logit = truth->bias() + all.main + all.pairs + all.dense;
     std::copy(r.tokens, r.tokens + kSparse, t.tokens);
     return t;
   };
   std::vector<rectrain::bench::TruthRow> train_rows, valid_rows;
   if (!ForEachRow(argv[1], [&](const Row& r) {
-        train_rows.push_back(truth_row(r));
+        train_rows.push_back(truth_row(r, truth->Terms(r.dense, r.tokens)));
         for (int f = 0; f < kSparse; ++f) ++seen[f][r.tokens[f]];
       })) {
     return 1;
@@ -192,8 +193,8 @@ int main(int argc, char** argv) {
   std::vector<float> labels;
   if (!ForEachRow(argv[2], [&](const Row& r) {
         labels.push_back(r.label);
-        valid_rows.push_back(truth_row(r));
         const auto all = truth->Terms(r.dense, r.tokens, nullptr, pair_terms.data());
+        valid_rows.push_back(truth_row(r, all));
         if (with_predictions) {
           terms.push_back(all.main);
           terms.push_back(all.dense);

@@ -14,8 +14,10 @@ constexpr int kLatent = SyntheticTruth::kLatentDim;
 constexpr int kParams = 1 + kLatent;  // an id's main effect, then its latent vector
 constexpr int kSparse = TruthRow::kSparse;
 
-// The pairs a field is in, seen from that field: the partner field and the pair's scale
-// (weight / √kLatent, so the pair term is scale · <v_field, v_partner>).
+// The factor of a pair's latent inner product in the logit (its term is scale · <v_a, v_b>).
+double PairScale(const SyntheticTruth::Pair& p) { return p.weight / std::sqrt(double{kLatent}); }
+
+// The pairs a field is in, seen from that field: the partner field and the pair's scale.
 struct Partner {
   int field = 0;
   double scale = 0;
@@ -95,7 +97,7 @@ std::vector<float> PosteriorBoundLogits(const SyntheticTruth& truth, const std::
                                         const std::vector<TruthRow>& valid, const ComputeContext& compute) {
   std::vector<std::vector<Partner>> partners(kSparse);
   for (const auto& p : truth.pairs()) {
-    const double scale = p.weight / std::sqrt(static_cast<double>(kLatent));
+    const double scale = PairScale(p);
     partners[static_cast<size_t>(p.a)].push_back({p.b, scale});
     partners[static_cast<size_t>(p.b)].push_back({p.a, scale});
   }
@@ -126,23 +128,6 @@ std::vector<float> PosteriorBoundLogits(const SyntheticTruth& truth, const std::
     std::vector<int64_t> next(fi.start.begin(), fi.start.end() - 1);
     for (size_t r = 0; r < train.size(); ++r) fi.rows[static_cast<size_t>(next[static_cast<size_t>(id_of_row[r])]++)] = static_cast<int32_t>(r);
   }
-
-  // The truth's noise-free logit of every training row.
-  std::vector<double> logit(train.size());
-  ParallelForEach(compute, static_cast<int64_t>(train.size()), 4096, [&](int, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const TruthRow& row = train[static_cast<size_t>(r)];
-      double z = row.dense_logit;
-      for (int f = 0; f < kSparse; ++f) z += truth.MainEffect(f, row.tokens[f]);
-      for (const auto& p : truth.pairs()) {
-        double va[kLatent], vb[kLatent];
-        truth.LatentVector(p.a, row.tokens[p.a], va);
-        truth.LatentVector(p.b, row.tokens[p.b], vb);
-        for (int c = 0; c < kLatent; ++c) z += p.weight / std::sqrt(double{kLatent}) * va[c] * vb[c];
-      }
-      logit[static_cast<size_t>(r)] = z;
-    }
-  });
 
   // Every id's estimate, from its own rows with the rest of each row given.
   const double noise_sd = truth.noise_sd();
@@ -178,7 +163,7 @@ std::vector<float> PosteriorBoundLogits(const SyntheticTruth& truth, const std::
           double own_term = 0;
           for (int c = 0; c < kParams; ++c) own_term += own[c] * xr[c];
           x.insert(x.end(), xr, xr + kParams);
-          offset.push_back(logit[static_cast<size_t>(fi.rows[static_cast<size_t>(j)])] - own_term);
+          offset.push_back(row.noise_free_logit - own_term);
           labels.push_back(row.label);
         }
         PosteriorMode(x, offset, labels, precision, slope, &est[static_cast<size_t>(k) * kParams]);
@@ -203,7 +188,7 @@ std::vector<float> PosteriorBoundLogits(const SyntheticTruth& truth, const std::
       for (const auto& p : truth.pairs()) {
         double dot = 0;
         for (int c = 1; c < kParams; ++c) dot += params[p.a][c] * params[p.b][c];
-        z += p.weight / std::sqrt(double{kLatent}) * dot;
+        z += PairScale(p) * dot;
       }
       scores[static_cast<size_t>(r)] = static_cast<float>(z);
     }

@@ -30,7 +30,8 @@ namespace rectrain::bench {
 struct TruthRow {
   static constexpr int kSparse = 26;
   float label = 0;
-  double dense_logit = 0;  // bias + the dense effects of the row
+  double dense_logit = 0;       // bias + the dense effects of the row
+  double noise_free_logit = 0;  // the truth's logit without its row noise: bias + main + pairs + dense
   int64_t tokens[kSparse];  // -1: missing (its own id, as in the truth)
 };
 
