@@ -74,6 +74,17 @@ void SleepForever() {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
+// A child that runs `before_watcher` (if any), starts the watcher without asking it for a
+// graceful stop, says it is ready and sleeps until a signal ends it.
+Child ForkIdleWatcher(void (*before_watcher)() = nullptr) {
+  return Fork([before_watcher](int out) {
+    if (before_watcher != nullptr) before_watcher();
+    StartStopSignalWatcher();
+    (void)!write(out, "r", 1);
+    SleepForever();
+  });
+}
+
 TEST(StopSignalsTest, GracefulStopSetsTheFlagAndASecondSignalEndsTheProcess) {
   const std::string err_file = testing::TempDir() + "/stop_signals_note.err";
   Child c = Fork([&](int out) {
@@ -99,11 +110,7 @@ TEST(StopSignalsTest, GracefulStopSetsTheFlagAndASecondSignalEndsTheProcess) {
 }
 
 TEST(StopSignalsTest, WithoutAGracefulStopASignalEndsTheProcessAsBefore) {
-  Child c = Fork([](int out) {
-    StartStopSignalWatcher();
-    (void)!write(out, "r", 1);
-    SleepForever();
-  });
+  Child c = ForkIdleWatcher();
   ASSERT_GT(c.pid, 0);
   ASSERT_EQ(ReadByte(c.from_child), 'r');
   kill(c.pid, SIGINT);
@@ -129,12 +136,8 @@ TEST(StopSignalsTest, WaitForStopSignalReturnsTheSignal) {
 }
 
 TEST(StopSignalsTest, ASignalIgnoredAtStartStaysIgnored) {
-  Child c = Fork([](int out) {
-    signal(SIGINT, SIG_IGN);  // as for a background job of a non-interactive shell
-    StartStopSignalWatcher();
-    (void)!write(out, "r", 1);
-    SleepForever();
-  });
+  // SIGINT ignored at start, as for a background job of a non-interactive shell.
+  Child c = ForkIdleWatcher([] { signal(SIGINT, SIG_IGN); });
   ASSERT_GT(c.pid, 0);
   ASSERT_EQ(ReadByte(c.from_child), 'r');
   kill(c.pid, SIGINT);
