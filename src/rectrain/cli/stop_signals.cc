@@ -97,7 +97,6 @@ const std::atomic<int>* EnableGracefulStop(std::string note) {
 int WaitForStopSignal() {
   Watcher& w = State();
   std::unique_lock<std::mutex> lock(w.mu);
-  w.graceful = true;
   w.arrived.wait(lock, [&] { return w.first.load() != 0; });
   return w.first.load();
 }

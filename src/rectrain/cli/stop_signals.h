@@ -38,8 +38,8 @@ inline constexpr char kCheckpointStopNote[] =
 // line, without the newline; empty: nothing) goes to stderr when that signal arrives.
 const std::atomic<int>* EnableGracefulStop(std::string note);
 
-// Blocks until the first SIGINT/SIGTERM (returns at once if one has arrived); its number.
-// Enables the graceful stop, without a note, if EnableGracefulStop was not called.
+// Blocks until the first SIGINT/SIGTERM after EnableGracefulStop (returns at once if one has
+// arrived); its number. Without EnableGracefulStop a signal takes its default action instead.
 int WaitForStopSignal();
 
 }  // namespace rectrain::cli

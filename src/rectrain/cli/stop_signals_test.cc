@@ -121,13 +121,14 @@ TEST(StopSignalsTest, WithoutAGracefulStopASignalEndsTheProcessAsBefore) {
 TEST(StopSignalsTest, WaitForStopSignalReturnsTheSignal) {
   Child c = Fork([](int out) {
     StartStopSignalWatcher();
+    EnableGracefulStop("");  // as serve and ui do before they load
     (void)!write(out, "r", 1);
+    // The signal arrives before the wait: it is kept for it, not acted on.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     _exit(WaitForStopSignal());
   });
   ASSERT_GT(c.pid, 0);
   ASSERT_EQ(ReadByte(c.from_child), 'r');
-  // The waiter may not be waiting yet: a signal before it is kept for it, not acted on.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   kill(c.pid, SIGINT);
   const int status = WaitStatus(c.pid);
   ASSERT_TRUE(WIFEXITED(status)) << status;

@@ -11,7 +11,7 @@
 //
 // Example (the whole of `rectrain ui`):
 //   http::UiOptions o;  o.store_path = workspace + "/rectrain.db";  o.port = flags.port;
-//   o.wait_for_stop = cli::WaitForStopSignal;
+//   cli::EnableGracefulStop("");  o.wait_for_stop = cli::WaitForStopSignal;
 //   return http::ServeUi(o);
 #pragma once
 
