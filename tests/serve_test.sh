@@ -7,7 +7,9 @@
 #     413), and the server keeps answering.
 #  3. Hot reload: a new version directory is picked up; a corrupt one is refused with the reason
 #     and the old version keeps serving; POST /v1/reload; /readyz, /v1/model, /metrics.
-#  4. 20 hot reloads while wrk keeps 8 connections busy: not one failed request.
+#  4. 20 hot reloads while wrk keeps 8 connections busy: not one failed request. The served
+#     version is the directory's number; a manifest its config contradicts is refused; a version
+#     copied in two parts (manifest first) loads once complete; a dead export's temp dir goes.
 #  5. Off loopback a token is required.
 # Usage: serve_test.sh RECTRAIN
 set -eu
@@ -37,6 +39,20 @@ echo "== 1. export, and the same probabilities from eval, predict and serve"
 grep -q "version 1" export.log || fail "export did not report version 1"
 "$B" export run1 --out models/1 2>err.txt && fail "export over an existing directory succeeded"
 grep -q "already exists" err.txt || fail "no AlreadyExists message: $(cat err.txt)"
+# An export killed before its rename (kill -9) leaves DIR.tmp-HOST-PID: the next export into the
+# same directory removes those of dead processes of this host, and says so.
+sh -c 'exit 0' & DEAD=$!; wait $DEAD
+H=$(uname -n)
+mkdir -p "models/5.tmp-$H-$DEAD/tables" "models/6.tmp-$DEAD" "models/7.tmp-otherhost-$DEAD" "models/8.tmp-$H-$$"
+head -c 100000 /dev/zero > "models/5.tmp-$H-$DEAD/tables/emb.rows"
+"$B" export run1 --out models/1 --force >/dev/null 2>export.err || fail "export --force: $(cat export.err)"
+for d in "5.tmp-$H-$DEAD" "6.tmp-$DEAD"; do
+  [ -e "models/$d" ] && fail "the dead export's models/$d was not removed"
+  grep -q "removed .*models/$d, left by an export that no longer runs" export.err || fail "no note of models/$d: $(cat export.err)"
+done
+[ -d "models/7.tmp-otherhost-$DEAD" ] || fail "another host's temporary directory was removed"
+[ -d "models/8.tmp-$H-$$" ] || fail "a running process's temporary directory was removed"
+rm -rf models/*.tmp-*
 "$B" eval run1 --data va.tsv --predictions eval.txt >/dev/null
 "$B" predict models/1 --data va.tsv --out pred.txt 2>/dev/null
 [ "$(wc -l < pred.txt)" = 3000 ] || fail "predict wrote $(wc -l < pred.txt) lines for 3000 rows"
@@ -164,6 +180,26 @@ LUA
 else
   echo "SKIP: wrk is not installed (scripts/install_deps.sh installs it)"
 fi
+echo "== 4b. the directory number is the version; a manifest its config contradicts; a copy in two parts"
+served() {  # served VERSION: polls /readyz for it (5 s)
+  for i in $(seq 100); do curl -s "$U/readyz" | grep -q "\"model_version\":$1[,}]" && return 0; sleep 0.05; done
+  return 1
+}
+cp -r models/1 models/.tmp30 && mv models/.tmp30 models/30   # its manifest says version 1
+served 30 || fail "models/30 (manifest version 1) is not served as version 30: $(curl -s "$U/readyz")"
+curl -sf "$U/v1/model" | grep -q '"model_version":30' || fail "/v1/model does not report version 30"
+grep -q "models/30/manifest.json says version 1; serving it as version 30" serve.log || fail "no note of the renumbered version"
+cp -r models/2 models/.tmp31 && sed -i 's/"model_type": "deepfm"/"model_type": "dcn_v2"/' models/.tmp31/manifest.json
+mv models/.tmp31 models/31
+for i in $(seq 100); do grep -q "refused.*models/31" serve.log && break; sleep 0.05; done
+grep -q "refused.*models/31.*model_type 'dcn_v2'.*model.type 'deepfm'" serve.log || fail "a model_type the config contradicts was not refused"
+curl -s "$U/readyz" | grep -q '"model_version":30' || fail "version 31 replaced version 30"
+mkdir models/32 && cp models/2/manifest.json models/32/    # the manifest first ...
+for i in $(seq 100); do grep -q "refused.*models/32" serve.log && break; sleep 0.05; done
+grep -q "refused.*models/32.*missing" serve.log || fail "the incomplete version 32 was not refused as incomplete"
+cp -r models/2/config.yaml models/2/dense.bin models/2/tables models/32/   # ... the rest later
+served 32 || fail "version 32 was not loaded once its copy was complete (not retried)"
+echo "versions by directory number, a contradicting manifest refused, a copy in two parts picked up"
 kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
 
 echo "== 5. off loopback a token is required"

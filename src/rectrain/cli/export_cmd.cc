@@ -36,6 +36,9 @@ int RunExport(const std::vector<std::string>& args) {
   o.threads = static_cast<int>(threads);
   auto report = serve::ExportRun(o);
   if (!report.ok()) return ReportError(kCmd, report.status());
+  for (const std::string& dir : report->removed_stale) {
+    std::fprintf(stderr, "rectrain export: removed %s, left by an export that no longer runs\n", dir.c_str());
+  }
   std::printf("exported %s (%s, trained %lld steps) to %s: version %lld, %lld rows (%s)%s, %.1f MB in %.2f s\n",
               o.run_dir.c_str(), report->manifest.model_type.c_str(), static_cast<long long>(report->manifest.trained_steps),
               o.out_dir.c_str(), static_cast<long long>(report->manifest.version), static_cast<long long>(report->rows_kept),

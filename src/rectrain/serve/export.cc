@@ -1,12 +1,15 @@
 // rectrain/serve/export.cc: see export.h.
 #include "rectrain/serve/export.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/io/file.h"
@@ -32,7 +35,51 @@ int64_t VersionFromName(const std::string& dir) {
   return IsVersionName(name) ? std::stoll(name) : 1;
 }
 
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+constexpr std::string_view kTmpMarker = ".tmp-";
+
+// Whether a process of this host with that pid runs (EPERM: it does, as another user's).
+bool ProcessRuns(int64_t pid) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
 }  // namespace
+
+std::string ExportTempDir(const std::string& out_dir) {
+  return fs::path(out_dir).lexically_normal().string() + std::string(kTmpMarker) + HostName() + "-" +
+         std::to_string(::getpid());
+}
+
+std::vector<std::string> RemoveStaleExportDirs(const std::string& parent) {
+  std::vector<std::string> removed;
+  const std::string host = HostName();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent.empty() ? "." : parent, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.find(kTmpMarker);
+    if (at == std::string::npos || at == 0) continue;
+    // "<name>.tmp-<host>-<pid>", or "<name>.tmp-<pid>" as earlier builds wrote it (on this host).
+    const std::string tail = name.substr(at + kTmpMarker.size());
+    const size_t dash = tail.rfind('-');
+    const std::string pid_text = dash == std::string::npos ? tail : tail.substr(dash + 1);
+    const std::string its_host = dash == std::string::npos ? host : tail.substr(0, dash);
+    if (pid_text.empty() || pid_text.size() > 10 || its_host != host ||
+        !std::all_of(pid_text.begin(), pid_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;  // another machine's export (a shared file system) is not ours to judge
+    }
+    if (ProcessRuns(std::stoll(pid_text)) || !e.is_directory(ec)) continue;
+    std::error_code rm;
+    fs::remove_all(e.path(), rm);
+    if (!rm) removed.push_back(e.path().string());
+  }
+  return removed;
+}
 
 Result<ExportReport> ExportRun(const ExportOptions& o) {
   Stopwatch sw;
@@ -61,7 +108,8 @@ Result<ExportReport> ExportRun(const ExportOptions& o) {
   // Written beside the final directory, then renamed onto it: a watcher never sees half a model.
   const fs::path out = fs::path(o.out_dir).lexically_normal();
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path(), ec);
-  const std::string tmp = out.string() + ".tmp-" + std::to_string(::getpid());
+  report.removed_stale = RemoveStaleExportDirs(out.parent_path().string());
+  const std::string tmp = ExportTempDir(out.string());
   fs::remove_all(tmp, ec);
   if (!fs::create_directories(tmp + "/tables", ec)) {
     return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "rectrain/base/result.h"
 #include "rectrain/serve/model_package.h"
@@ -27,10 +28,22 @@ struct ExportReport {
   int64_t rows_kept = 0, rows_dropped = 0;
   int64_t bytes = 0;            // of the package's files
   double seconds = 0;
+  // Temporary directories of earlier exports that died (kill -9, a crash) before renaming them,
+  // removed before this one started (RemoveStaleExportDirs).
+  std::vector<std::string> removed_stale;
 };
 
 // Errors: NotFound (no trained model in the run), AlreadyExists (out_dir exists), the loader's
 // and the file system's.
 Result<ExportReport> ExportRun(const ExportOptions& options);
+
+// The directory an export to `out_dir` writes before renaming it onto `out_dir`:
+// "<out_dir>.tmp-<hostname>-<pid>" (the server ignores names that are not numbers).
+std::string ExportTempDir(const std::string& out_dir);
+
+// Removes the temporary export directories in `parent` ("*.tmp-<hostname>-<pid>", and
+// "*.tmp-<pid>" of earlier builds) whose process ran on this host and no longer runs; returns
+// their paths. Those of other hosts (a shared file system) and of running exports are left.
+std::vector<std::string> RemoveStaleExportDirs(const std::string& parent);
 
 }  // namespace rectrain::serve

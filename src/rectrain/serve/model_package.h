@@ -6,8 +6,8 @@
 //   dense.bin         the dense parameters (train/checkpoint.h's dense file, no optimizer state)
 //   tables/NAME.rows  one per embedding table: an open-addressing id index and the rows, in
 //                     fp32, fp16 or int8 (one fp32 scale per row), laid out to be memory-mapped
-// It is written into DIR.tmp-PID and renamed onto DIR when complete, so a directory of versions
-// never shows a half-written one.
+// It is written into DIR.tmp-HOST-PID and renamed onto DIR when complete, so a directory of
+// versions never shows a half-written one (export.h removes those of dead exports).
 //
 // Thread safety: functions are reentrant.
 #pragma once

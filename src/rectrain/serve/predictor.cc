@@ -40,11 +40,20 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const
   p->dir_ = dir;
   RECTRAIN_ASSIGN_OR_RETURN(p->manifest_, ReadManifest(dir));
   const Manifest& m = p->manifest_;
-  RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, options.verify_checksums));
+  // Sizes first: a version still being copied in is refused without hashing its files.
+  RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, /*checksums=*/false));
+  if (options.verify_checksums) {
+    RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, /*checksums=*/true));
+  }
   Impl& s = *p->impl_;
   RECTRAIN_ASSIGN_OR_RETURN(std::string yaml, io::ReadFileToString(dir + "/" + m.config.path));
   RECTRAIN_ASSIGN_OR_RETURN(config::LoadedConfig lc, config::LoadTrainConfigFromString(yaml, dir + "/" + m.config.path, {}));
   s.config = std::move(lc.config);
+  if (s.config.model.type != m.model_type) {
+    return InvalidArgumentError(dir + "/manifest.json says model_type '" + m.model_type + "' but " + m.config.path +
+                                " describes model.type '" + s.config.model.type +
+                                "' (the files come from different exports; re-export the model)");
+  }
   s.compute = ComputeContext{.num_threads = std::max(1, options.threads)};
   p->data_config_ = s.config.data;
   p->data_config_.files.clear();

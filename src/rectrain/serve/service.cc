@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -286,6 +287,24 @@ struct Metrics {
   }
 };
 
+// Every file under `dir` with its size and modification time: equal strings mean nothing was
+// added, removed, grown or rewritten (a few stat calls per poll, no reads).
+std::string DirFingerprint(const std::string& dir) {
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code stat_ec;
+    if (!it->is_regular_file(stat_ec)) continue;
+    const auto size = it->file_size(stat_ec);
+    const auto mtime = it->last_write_time(stat_ec).time_since_epoch().count();
+    entries.push_back(it->path().string() + "\t" + std::to_string(size) + "\t" + std::to_string(mtime));
+  }
+  std::sort(entries.begin(), entries.end());
+  std::string out;
+  for (const std::string& e : entries) out += e + "\n";
+  return out;
+}
+
 struct ModelService::Impl {
   ServiceOptions options;
   Metrics metrics;
@@ -294,7 +313,14 @@ struct ModelService::Impl {
   mutable std::mutex model_mu;
   std::shared_ptr<Loaded> current;  // guarded by model_mu
   std::mutex reload_mu;             // one load at a time
-  std::map<std::string, fs::file_time_type> refused;  // version dirs that failed, by mtime
+  // Version directories that failed to load, with their contents' fingerprint then (guarded by
+  // reload_mu). One is tried again once its files have changed (a copy that was still arriving,
+  // a file put right) and then stayed the same for a poll: not while a copy or a removal runs.
+  struct Refusal {
+    std::string fingerprint;  // when it was refused
+    std::string last_seen;    // at the latest poll
+  };
+  std::map<std::string, Refusal> refused;
 
   std::mutex queue_mu;
   std::condition_variable queue_cv;
@@ -333,8 +359,8 @@ struct ModelService::Impl {
       bool reloaded = false;
       last = LoadAndSwap(dir, v, &reloaded);
       if (last.ok()) return last;
-      std::error_code ec;
-      refused[dir] = fs::last_write_time(fs::path(dir) / "manifest.json", ec);
+      const std::string fingerprint = DirFingerprint(dir);
+      refused[dir] = {fingerprint, fingerprint};
     }
     return last;  // OK when there is no version yet: not ready until one appears
   }
@@ -366,8 +392,14 @@ struct ModelService::Impl {
       return p.status();
     }
     auto loaded = std::make_shared<Loaded>();
-    loaded->version = (*p)->manifest().version;
+    // In a versions directory the directory's number is the version (a model copied in under a
+    // new number is served as that number, so the served version never goes backwards).
+    loaded->version = dir_number >= 0 ? dir_number : (*p)->manifest().version;
     loaded->dir_number = dir_number;
+    if (loaded->version != (*p)->manifest().version) {
+      log() << "rectrain serve: " << dir << "/manifest.json says version " << (*p)->manifest().version
+            << "; serving it as version " << loaded->version << ", the directory's number\n";
+    }
     loaded->predictor = std::move(p).value();
     // Score one row of missing values before the swap: it checks the version end to end (a
     // model that cannot score is refused like a corrupt file), and the first request after the
@@ -400,11 +432,15 @@ struct ModelService::Impl {
     std::shared_ptr<Loaded> cur = Current();
     // Only a newer directory replaces the current one (a forced check also retries a refused one).
     if (cur && v <= cur->dir_number) return OkStatus();
-    std::error_code ec;
-    const auto mtime = fs::last_write_time(fs::path(dir) / "manifest.json", ec);
-    if (auto it = refused.find(dir); it != refused.end() && it->second == mtime && !force) return OkStatus();
+    const std::string fingerprint = DirFingerprint(dir);
+    if (auto it = refused.find(dir); it != refused.end() && !force) {
+      Refusal& r = it->second;
+      const bool settled = fingerprint == r.last_seen;
+      r.last_seen = fingerprint;
+      if (fingerprint == r.fingerprint || !settled) return OkStatus();
+    }
     Status s = LoadAndSwap(dir, v, reloaded);
-    if (!s.ok()) refused[dir] = mtime;
+    if (!s.ok()) refused[dir] = {fingerprint, fingerprint};
     return s;
   }
 
@@ -641,7 +677,7 @@ http::RouteReply ModelService::HandleModel() const {
   if (!parser.ok()) return ErrorReply(parser.status());
   const std::vector<std::string> columns = (*parser)->columns();
   cur->GiveParser(std::move(parser).value());
-  return JsonReply(200, {{"model_version", m.version}, {"model_type", m.model_type}, {"created", m.created},
+  return JsonReply(200, {{"model_version", cur->version}, {"model_type", m.model_type}, {"created", m.created},
                          {"trained_steps", m.trained_steps}, {"dir", cur->predictor->dir()},
                          {"columns", columns},
                          {"outputs", m.task_names}, {"tables", tables}, {"mapped_bytes", cur->predictor->mapped_bytes()}});
