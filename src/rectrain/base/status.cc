@@ -81,6 +81,9 @@ Status ErrnoToStatus(int errno_value, std::string message) {
     case EPERM: return PermissionDeniedError(std::move(message));
     case EEXIST: return AlreadyExistsError(std::move(message));
     case ENOSPC:
+    case EDQUOT:
+      return ResourceExhaustedError(std::move(message) +
+                                    " (the file system is full: free space on it, or write elsewhere)");
     case ENOMEM: return ResourceExhaustedError(std::move(message));
     case EINVAL:
     case EISDIR:

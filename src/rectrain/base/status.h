@@ -84,7 +84,8 @@ Status DataLossError(std::string message);
 Status CancelledError(std::string message);
 Status DeadlineExceededError(std::string message);
 Status PermissionDeniedError(std::string message);
-// Maps errno to the closest canonical code; message gets strerror appended.
+// Maps errno to the closest canonical code; message gets strerror appended. A full file system
+// (ENOSPC, EDQUOT) is ResourceExhausted and its message also says what to do about it.
 Status ErrnoToStatus(int errno_value, std::string message);
 
 std::ostream& operator<<(std::ostream& os, const Status& s);

@@ -16,7 +16,8 @@ ExitInfo ExitInfoFor(StatusCode code) {
     case StatusCode::kDataLoss:
       return {4, "the file is corrupt or truncated; regenerate it or restore a good copy"};
     case StatusCode::kResourceExhausted:
-      return {5, "raise embedding.memory_budget, or set embedding.on_budget: evict"};
+      // Memory budgets, a full disk, request and file limits: the message names the limit.
+      return {5, "a limit was reached: the message above names it and what governs it"};
     case StatusCode::kFailedPrecondition:
       return {6, ""};
     case StatusCode::kAborted:

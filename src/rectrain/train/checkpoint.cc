@@ -230,13 +230,22 @@ Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
   const int rank = comm->rank(), world = comm->world();
   const std::string tmp = dir + ".tmp";
   std::error_code ec;
+  // A failed write (a full disk) removes what it wrote: the space is needed, the parts are useless.
+  auto agree = [&](const Status& mine) {
+    Status all = dist::AgreeOk(*comm, mine);
+    if (!all.ok() && rank == 0) {
+      std::error_code ignored;
+      fs::remove_all(tmp, ignored);
+    }
+    return all;
+  };
   // 1. Rank 0 makes a fresh temporary directory.
   Status made;
   if (rank == 0) {
     fs::remove_all(tmp, ec);
     if (!fs::create_directories(fs::path(tmp) / "tables", ec) && ec) made = FsError(ec, "cannot create checkpoint directory " + tmp);
   }
-  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, made));
+  RECTRAIN_RETURN_IF_ERROR(agree(made));
   // 2. Every rank writes its table parts (in parallel), rank 0 also the dense file and meta.json.
   Status wrote;
   for (size_t t = 0; t < tables.size() && wrote.ok(); ++t) {
@@ -244,13 +253,13 @@ Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
     wrote = tables[t]->Save(tmp + "/" + TableFile(name, rank, world));
     if (!wrote.ok()) wrote = wrote.WithContext("while saving table " + name);
   }
-  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, wrote));
+  RECTRAIN_RETURN_IF_ERROR(agree(wrote));
   std::vector<int64_t> rows(tables.size());
   for (size_t t = 0; t < tables.size(); ++t) rows[t] = tables[t]->Stats().rows;
   RECTRAIN_RETURN_IF_ERROR(comm->AllReduce(std::span<int64_t>(rows), dist::ReduceOp::kSum));
   Status described;
   if (rank == 0) described = WriteDenseAndMeta(tmp, meta, params, optimizer, tables, world, rows);
-  RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, described));
+  RECTRAIN_RETURN_IF_ERROR(agree(described));
   // 3. Rank 0 publishes it under its final name.
   Status published;
   if (rank == 0) {
@@ -263,7 +272,7 @@ Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
       if (ec) published = FsError(ec, "cannot rename " + tmp + " to " + dir);
     }
   }
-  return dist::AgreeOk(*comm, published);
+  return dist::AgreeOk(*comm, published);  // a failed rename keeps the complete .tmp directory
 }
 
 Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {

@@ -5,7 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+
+#include "rectrain/io/file.h"
 
 namespace rectrain::train {
 namespace {
@@ -86,10 +87,8 @@ Result<DataGateResult> RunDataGate(const config::TrainConfig& config, const std:
     json += ",\n  \"valid\": " + Indent(data::FormatProfileJson(out.valid, &valid_violations));
   }
   json += "\n}\n";
-  std::ofstream f(out.profile_path, std::ios::binary | std::ios::trunc);
-  f << json;
-  f.close();
-  if (!f) return ErrnoToStatus(errno, "cannot write " + out.profile_path);
+  // All or nothing: a full disk must not leave half a profile behind.
+  RECTRAIN_RETURN_IF_ERROR(io::WriteFileAtomically(out.profile_path, json));
   return out;
 }
 
