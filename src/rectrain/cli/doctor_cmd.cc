@@ -34,12 +34,13 @@ int RunDoctor(const std::vector<std::string>& args) {
   if (!config_path.empty()) {
     auto c = config::LoadTrainConfig(config_path, sets);
     if (Status agreed = dist::AgreeOk(comm, c.status()); !agreed.ok()) {
-      return comm.rank() == 0 ? ReportError(kCmd, agreed) : 1;
+      return dist::EndRank(comm, comm.rank() == 0 ? ReportError(kCmd, agreed) : 1);
     }
     loaded = std::move(*c);
   }
-  auto report = train::RunDoctor(loaded ? &loaded->config : nullptr, comm);
-  if (!report.ok()) return ReportError(kCmd, report.status());
+  auto report = train::RunDoctor(loaded ? &*loaded : nullptr, comm);
+  // A rank that stopped answering ends the check (and the job) once the deadline passes.
+  if (!report.ok()) return dist::EndRank(comm, ReportError(kCmd, report.status()));
   if (comm.rank() == 0) std::fputs(train::FormatDoctorReport(*report).c_str(), stdout);
   return report->problems.empty() ? 0 : 1;
 }

@@ -17,6 +17,33 @@
 
 namespace rectrain::cli {
 namespace fs = std::filesystem;
+namespace {
+
+// "rank R: ...": an error another rank hit, relayed to this one by dist::AgreeOk.
+bool IsRelayedFromAnotherRank(const Status& s) {
+  const std::string& m = s.message();
+  size_t i = 5;
+  if (m.compare(0, i, "rank ") != 0) return false;
+  while (i < m.size() && m[i] >= '0' && m[i] <= '9') ++i;
+  return i > 5 && m.compare(i, 2, ": ") == 0;
+}
+
+// $RECTRAIN_TEST_HANG_AT=RANK:PHASE stops rank RANK with SIGSTOP (a hung process, as its peers
+// see it) when it enters a collective whose phase starts with PHASE: the trainer's phase names,
+// "step 25", "the start of step 25", "the checkpoint at step 20", "the publication of the
+// model". For the tests of the job's deadlines (tests/mpi_hang_test.sh) only.
+void InstallTestHang(dist::Communicator& comm) {
+  const char* spec = std::getenv("RECTRAIN_TEST_HANG_AT");
+  if (spec == nullptr) return;
+  const std::string s = spec;
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos || s.substr(0, colon) != std::to_string(comm.rank())) return;
+  comm.set_round_hook([phase = s.substr(colon + 1)](dist::CommOp, const std::string& context) {
+    if (context.rfind(phase, 0) == 0) raise(SIGSTOP);
+  });
+}
+
+}  // namespace
 
 int RunTrain(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain train";
@@ -53,6 +80,7 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!connected.ok()) return ReportError(kCmd, connected.status());
   std::unique_ptr<dist::Communicator> comm = std::move(connected).value();
   const bool lead = comm->rank() == 0;
+  InstallTestHang(*comm);
   // Before the config sets dist.timeout_s: a rank that cannot even load it fails the job soon.
   comm->set_timeout(std::chrono::seconds(120));
 
@@ -65,7 +93,10 @@ int RunTrain(const std::vector<std::string>& args) {
   o.skip_data_check = skip_data_check;
   o.progress = no_progress ? 0 : -1;
   o.echo = !quiet && lead;
-  o.stop_signal = EnableGracefulStop(kCheckpointStopNote);
+  // A rank of a job says nothing when the signal arrives: the ranks act on it only once they
+  // agree on a step (rank 0 logs it then), and a survivor of a dead peer gets SIGTERM from
+  // mpirun right before SIGKILL, when "writing a checkpoint" would be false.
+  o.stop_signal = EnableGracefulStop(comm->distributed() ? "" : kCheckpointStopNote);
   o.comm = comm.get();
   o.note = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
@@ -74,17 +105,19 @@ int RunTrain(const std::vector<std::string>& args) {
   std::string used_run_dir;
   auto result = train::RunTrainingSession(o, &used_run_dir);
   if (!result.ok()) {
-    // Every rank learns a job's error; rank 0 reports it, another rank only an error of its own.
-    if (!lead && result.status().message().rfind("rank ", 0) == 0) {
-      const int code = ExitInfoFor(result.status().code()).exit_code;
+    // Every rank learns a job's error; rank 0 reports it, another rank only an error of its own
+    // (a deadline naming the silent rank included), before EndRank ends a job out of step.
+    const Status& error = result.status();
+    if (!lead && comm->status().ok() && IsRelayedFromAnotherRank(error)) {
+      const int code = ExitInfoFor(error.code()).exit_code;
       return code == 0 ? 1 : code;
     }
     const std::string who = comm->distributed() ? " (rank " + std::to_string(comm->rank()) + " of " +
                                                       std::to_string(comm->world()) + ")"
                                                 : "";
-    int code = ReportError(std::string(kCmd) + who, result.status());
+    const int code = ReportError(std::string(kCmd) + who, error);
     if (lead && !used_run_dir.empty()) std::fprintf(stderr, "run directory: %s (train.log, summary.json)\n", used_run_dir.c_str());
-    return code;
+    return dist::EndRank(*comm, code);
   }
   const train::TrainSummary& s = result->summary;
   if (s.status == train::RunOutcome::kInterrupted) {

@@ -80,11 +80,15 @@ Communicator::~Communicator() = default;
 
 std::string Communicator::transport_name() const { return transport_ ? transport_->name() : "single"; }
 
-Status Communicator::Broken() const { return broken_; }
+void Communicator::Abandon(const Status& why) {
+  if (!broken_.ok()) return;
+  broken_ = why.ok() ? InternalError("a rank abandoned the job without an error") : why;
+}
 
 Status Communicator::Round(CommOp op, std::span<const SendOp> sends, std::span<const RecvOp> recvs) {
   if (!broken_.ok()) return broken_;
   if (sends.empty() && recvs.empty()) return OkStatus();
+  if (round_hook_) round_hook_(op, context_);
   CommOpStats& st = stats_.ops[static_cast<size_t>(op)];
   for (const SendOp& s : sends) st.bytes_sent += s.bytes;
   for (const RecvOp& r : recvs) st.bytes_received += r.bytes;

@@ -87,6 +87,13 @@ class Communicator {
   std::chrono::milliseconds timeout() const { return timeout_; }
   // Named in error messages ("while in allreduce at step 12"); the caller updates it per phase.
   void set_context(std::string context) { context_ = std::move(context); }
+  const std::string& context() const { return context_; }
+
+  // A test seam: `hook` (empty: none) runs before every round of messages, with the operation
+  // and the context. The CLI installs one from $RECTRAIN_TEST_HANG_AT to stop a rank at a chosen
+  // collective, which is how a hung process looks to its peers (tests/mpi_hang_test.sh).
+  using RoundHook = std::function<void(CommOp op, const std::string& context)>;
+  void set_round_hook(RoundHook hook) { round_hook_ = std::move(hook); }
 
   [[nodiscard]] Status AllReduce(std::span<float> data, ReduceOp op);
   [[nodiscard]] Status AllReduce(std::span<double> data, ReduceOp op);
@@ -149,6 +156,17 @@ class Communicator {
   [[nodiscard]] Status Receive(Transport::Message* out);
   [[nodiscard]] Status Flush();
 
+  // OK while this rank is in step with its job. Otherwise the first error that took it out of
+  // step: a collective that failed (a peer that did not deliver before the deadline, a transport
+  // error) or Abandon(); every later call returns it at once. A process whose communicator is
+  // not ok() must end the job with Abort() rather than exit: its peers may be waiting for it in
+  // a collective, and MPI_Finalize at exit waits for every rank (a hung one forever).
+  const Status& status() const { return broken_; }
+  // This rank fails alone, with an error its peers do not know about (they may be waiting in a
+  // collective): status() becomes `why` (an Internal error if `why` is OK), so that the process
+  // ends the job. A no-op when status() already holds an error.
+  void Abandon(const Status& why);
+
   // Ends the whole job after a fatal error on this rank (see Transport::Abort); for Single()
   // it does nothing.
   void Abort(int exit_code);
@@ -180,14 +198,14 @@ class Communicator {
   Status BroadcastBytes(std::span<std::byte> data, int root);
   // One round of point-to-point messages with the deadline and the accounting of `op`.
   Status Round(CommOp op, std::span<const SendOp> sends, std::span<const RecvOp> recvs);
-  Status Broken() const;
 
   std::unique_ptr<Transport> transport_;
   int rank_ = 0;
   int world_ = 1;
   std::chrono::milliseconds timeout_{300'000};
   std::string context_;
-  Status broken_;  // the first error: later calls return it at once
+  RoundHook round_hook_;
+  Status broken_;  // status(): the first error; later calls return it at once
   CommStats stats_;
   CommOp current_ = CommOp::kBarrier;
   // Scratch reused between calls (fresh memory is slow to touch on our machines).

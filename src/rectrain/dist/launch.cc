@@ -88,4 +88,13 @@ Result<std::unique_ptr<Communicator>> Connect() {
 #endif
 }
 
+int EndRank(Communicator& comm, int exit_code) {
+  if (comm.distributed() && !comm.status().ok()) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    comm.Abort(exit_code == 0 ? 1 : exit_code);
+  }
+  return exit_code;
+}
+
 }  // namespace rectrain::dist

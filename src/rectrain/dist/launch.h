@@ -45,4 +45,12 @@ std::string BuildId();
 // MPI reports another world size than the launcher's environment.
 Result<std::unique_ptr<Communicator>> Connect();
 
+// How a rank process ends after its command returned `exit_code`: when `comm` is still in step
+// with the job (status() OK: every rank knows the outcome), it returns `exit_code` and the
+// process exits normally. When it is not (a peer hung or died, or this rank failed alone), it
+// ends the whole job at once with Abort(exit_code) and does not return: exiting would wait in
+// MPI_Finalize for every peer, for a stopped one forever. Print the error first. For Single()
+// (and in-process ranks) Abort ends nothing and it returns `exit_code`.
+int EndRank(Communicator& comm, int exit_code);
+
 }  // namespace rectrain::dist

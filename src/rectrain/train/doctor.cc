@@ -10,8 +10,10 @@
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/data/memory_split.h"
+#include "rectrain/data/reader.h"
 #include "rectrain/dist/launch.h"
 #include "rectrain/io/file.h"
+#include "rectrain/nn/model_config.h"
 
 namespace rectrain::train {
 namespace fs = std::filesystem;
@@ -86,58 +88,75 @@ Result<double> TimeExchange(dist::Communicator& comm, int peer, int64_t bytes, i
   return sw.Seconds() / rounds;
 }
 
-}  // namespace
+// The embedding tables the configured model has: nn::MakeModel derives them from the fields of
+// data.train's reader (one per distinct embedding dim). When the data cannot be read or the
+// model not built, every categorical feature of the schema counts as one (an upper bound).
+int64_t EmbeddingTables(const config::TrainConfig& c) {
+  data::DataConfig d = c.data;
+  d.files = c.train_files;
+  auto reader = data::OpenBatchReader(d, c.read);
+  if (reader.ok()) {
+    auto model = nn::MakeModel(c.model, (*reader)->sparse_names(),
+                               static_cast<int>((*reader)->dense_names().size()), c.embedding);
+    if (model.ok()) return static_cast<int64_t>((*model)->spec().tables.size());
+  }
+  const int64_t features = c.data.schema.format == "criteo" ? c.data.schema.criteo_sparse
+                                                            : static_cast<int64_t>(c.data.schema.sparse.size());
+  return std::max<int64_t>(features, 1);
+}
 
-Result<DoctorReport> RunDoctor(const config::TrainConfig* config, dist::Communicator& comm) {
-  DoctorReport report;
-  report.world = comm.world();
-  report.transport = comm.transport_name();
-  // This rank's facts.
+// This rank's data files: how many and how large, or the first that cannot be read.
+void CheckData(const config::TrainConfig& c, DoctorRank* me) {
+  std::vector<std::string> patterns = c.train_files;
+  patterns.insert(patterns.end(), c.valid_files.begin(), c.valid_files.end());
+  for (const std::string& p : patterns) {
+    auto files = io::ExpandPaths({p});
+    if (!files.ok()) {
+      me->data_error = files.status().message();
+      return;
+    }
+    for (const std::string& f : *files) {
+      std::ifstream in(f, std::ios::binary);
+      std::error_code ec;
+      const auto size = fs::file_size(f, ec);
+      if (!in || ec) {
+        me->data_error = "cannot read " + f;
+        return;
+      }
+      ++me->data_files;
+      me->data_bytes += static_cast<int64_t>(size);
+    }
+  }
+}
+
+DoctorRank LocalFacts(const config::LoadedConfig* config, int rank) {
   DoctorRank me;
-  me.rank = comm.rank();
+  me.rank = rank;
   me.host = HostName();
   me.build = dist::BuildId();
   me.mpi = dist::MpiLibraryVersion();
   me.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   me.mem_available = MemAvailableBytes();
   if (config != nullptr) {
-    std::vector<std::string> patterns = config->train_files;
-    patterns.insert(patterns.end(), config->valid_files.begin(), config->valid_files.end());
-    for (const std::string& p : patterns) {
-      auto files = io::ExpandPaths({p});
-      if (!files.ok()) {
-        me.data_error = files.status().message();
-        break;
-      }
-      for (const std::string& f : *files) {
-        std::ifstream in(f, std::ios::binary);
-        std::error_code ec;
-        const auto size = fs::file_size(f, ec);
-        if (!in || ec) {
-          me.data_error = "cannot read " + f;
-          break;
-        }
-        ++me.data_files;
-        me.data_bytes += static_cast<int64_t>(size);
-      }
-      if (!me.data_error.empty()) break;
-    }
-    const int64_t cache = config->epoch.memory_cache_bytes > 0 ? config->epoch.memory_cache_bytes
-                                                               : data::MemoryBudget::DefaultBytes();
-    const int64_t tables = config->data.schema.format == "criteo" ? config->data.schema.criteo_sparse
-                                                                  : static_cast<int64_t>(config->data.schema.sparse.size());
-    report.budget_bytes = cache + config->embedding.memory_budget_bytes * std::max<int64_t>(tables, 1);
+    me.config_hash = config->hash;
+    CheckData(config->config, &me);
   }
-  // Everyone's facts on every rank.
+  return me;
+}
+
+// Every rank's facts on every rank, in rank order.
+Result<std::vector<DoctorRank>> GatherRanks(dist::Communicator& comm, const DoctorRank& me) {
   const std::string mine = me.host + '\x1f' + me.build + '\x1f' + me.mpi + '\x1f' + std::to_string(me.cpus) + '\x1f' +
                            std::to_string(me.mem_available) + '\x1f' + std::to_string(me.data_files) + '\x1f' +
-                           std::to_string(me.data_bytes) + '\x1f' + me.data_error;
+                           std::to_string(me.data_bytes) + '\x1f' + me.data_error + '\x1f' +
+                           std::to_string(me.config_hash);
   RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> all, GatherStrings(comm, mine));
+  std::vector<DoctorRank> out;
   for (int r = 0; r < comm.world(); ++r) {
     const std::vector<std::string> f = Split(all[static_cast<size_t>(r)]);
     DoctorRank d;
     d.rank = r;
-    if (f.size() == 8) {
+    if (f.size() == 9) {
       d.host = f[0];
       d.build = f[1];
       d.mpi = f[2];
@@ -146,9 +165,54 @@ Result<DoctorReport> RunDoctor(const config::TrainConfig* config, dist::Communic
       d.data_files = std::stoll(f[5]);
       d.data_bytes = std::stoll(f[6]);
       d.data_error = f[7];
+      d.config_hash = std::stoull(f[8]);
     }
-    report.ranks.push_back(d);
+    out.push_back(d);
   }
+  return out;
+}
+
+// What is wrong with each rank, next to rank 0.
+std::vector<std::string> FindProblems(const DoctorReport& report) {
+  std::vector<std::string> problems;
+  const DoctorRank& lead = report.ranks[0];
+  for (const DoctorRank& d : report.ranks) {
+    const std::string who = "rank " + std::to_string(d.rank) + " (" + d.host + ")";
+    if (d.build != lead.build) {
+      problems.push_back(who + " runs " + d.build + " but rank 0 runs " + lead.build +
+                         ": install one rectrain binary on every host");
+    }
+    if (d.mpi != lead.mpi) problems.push_back(who + " uses MPI \"" + d.mpi + "\" but rank 0 uses \"" + lead.mpi + "\"");
+    if (d.config_hash != lead.config_hash) {
+      problems.push_back(who + " was started with another configuration than rank 0 (config hash differs): every "
+                         "rank must get the same config file and --set flags");
+    }
+    if (!d.data_error.empty()) {
+      problems.push_back(who + " cannot read the data: " + d.data_error +
+                         " (every rank needs data.train and data.valid at the same paths)");
+    }
+    if (report.budget_bytes > 0 && d.mem_available > 0 && d.mem_available < report.budget_bytes) {
+      problems.push_back(who + " has " + Gib(d.mem_available) + " available but the config may hold " +
+                         Gib(report.budget_bytes) + " (data.memory_cache_bytes + embedding.memory_budget for each of " +
+                         std::to_string(report.tables) + " embedding table(s)); lower them or use more ranks");
+    }
+  }
+  return problems;
+}
+
+}  // namespace
+
+Result<DoctorReport> RunDoctor(const config::LoadedConfig* config, dist::Communicator& comm) {
+  DoctorReport report;
+  report.world = comm.world();
+  report.transport = comm.transport_name();
+  if (config != nullptr) {
+    const config::TrainConfig& c = config->config;
+    const int64_t cache = c.epoch.memory_cache_bytes > 0 ? c.epoch.memory_cache_bytes : data::MemoryBudget::DefaultBytes();
+    report.tables = EmbeddingTables(c);
+    report.budget_bytes = cache + c.embedding.memory_budget_bytes * report.tables;
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(report.ranks, GatherRanks(comm, LocalFacts(config, comm.rank())));
   // The links: rank 0 with every other rank, a small exchange then 64 MiB.
   std::vector<char> buf;
   for (int peer = 1; peer < comm.world(); ++peer) {
@@ -157,28 +221,7 @@ Result<DoctorReport> RunDoctor(const config::TrainConfig* config, dist::Communic
     report.ranks[static_cast<size_t>(peer)].latency_us = small * 1e6;
     report.ranks[static_cast<size_t>(peer)].bandwidth_gbs = big > 0 ? static_cast<double>(int64_t{64} << 20) / big / 1e9 : 0;
   }
-  // What is wrong.
-  const DoctorRank& lead = report.ranks[0];
-  for (const DoctorRank& d : report.ranks) {
-    const std::string who = "rank " + std::to_string(d.rank) + " (" + d.host + ")";
-    if (d.build != lead.build) {
-      report.problems.push_back(who + " runs " + d.build + " but rank 0 runs " + lead.build +
-                                ": install one rectrain binary on every host");
-    }
-    if (d.mpi != lead.mpi) {
-      report.problems.push_back(who + " uses MPI \"" + d.mpi + "\" but rank 0 uses \"" + lead.mpi + "\"");
-    }
-    if (!d.data_error.empty()) {
-      report.problems.push_back(who + " cannot read the data: " + d.data_error +
-                                " (every rank needs data.train and data.valid at the same paths)");
-    }
-    if (report.budget_bytes > 0 && d.mem_available > 0 && d.mem_available < report.budget_bytes) {
-      report.problems.push_back(who + " has " + Gib(d.mem_available) + " available but the config may hold " +
-                                Gib(report.budget_bytes) +
-                                " (data.memory_cache_bytes + embedding.memory_budget per table); lower them or "
-                                "use more ranks");
-    }
-  }
+  report.problems = FindProblems(report);
   return report;
 }
 
@@ -209,7 +252,9 @@ std::string FormatDoctorReport(const DoctorReport& r) {
     o << line;
   }
   if (!r.ranks.empty()) o << "mpi: " << (r.ranks[0].mpi.empty() ? "(not used)" : r.ranks[0].mpi) << "\n";
-  if (r.budget_bytes > 0) o << "memory the config may hold per rank: " << Gib(r.budget_bytes) << "\n";
+  if (r.budget_bytes > 0) {
+    o << "memory the config may hold per rank: " << Gib(r.budget_bytes) << " (" << r.tables << " embedding table(s))\n";
+  }
   if (r.problems.empty()) {
     o << "ok: ready\n";
   } else {

@@ -169,10 +169,15 @@ class TrainLoop {
   Status RefreshJobFigures();
   void LogRanks();
   bool lead() const { return job_.lead(); }
-  // An error every rank already knows about (from an agreement); others end the job.
+  // An error every rank already knows about (from an agreement whose collectives worked);
+  // any other error of a job takes this rank out of step (Communicator::Abandon).
   Status Agreed(Status s) {
-    if (!s.ok()) agreed_error_ = true;
+    if (!s.ok() && job_.comm->status().ok()) agreed_error_ = true;
     return s;
+  }
+  // Names the phase in a collective's errors ("rank 0 of 2 in allreduce at <what>: ...").
+  void Phase(const std::string& what) {
+    if (job_.distributed()) job_.comm->set_context(what);
   }
 
   const config::LoadedConfig& lc_;
@@ -446,6 +451,7 @@ Status TrainLoop::SetupLocal() {
 
 Status TrainLoop::SetupTogether() {
   if (!job_.distributed()) return OkStatus();
+  Phase("the job's setup");
   // One config and one binary on every rank: the same config hash and build stamp.
   std::vector<uint64_t> mine = {lc_.hash, HashBytes(dist::BuildId(), 0)}, all;
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const uint64_t>(mine), &all, nullptr));
@@ -493,7 +499,7 @@ Status TrainLoop::Step(const internal::LockstepPass::Step& step) {
     ++report_loss_count_;
     Report(/*log_line=*/false);
     return Agreed(Status(StatusCode::kAborted,
-                         "training diverged: the loss is " + Fixed(loss, 4) + " at step " + std::to_string(s) +
+                         "training diverged: the loss is " + Fixed(loss, 4) + " at step " + std::to_string(s + 1) +
                              "; lower optimizer.lr (" + Fixed(last_lr_, 6) +
                              ") or embedding.optimizer.lr, or add optimizer.warmup_steps"));
   }
@@ -671,6 +677,7 @@ void TrainLoop::LogProgress(bool force_line) {
 
 Status TrainLoop::RunEval(const char* why) {
   if (!valid_) return OkStatus();
+  Phase("the evaluation at step " + std::to_string(meta_.step));
   Stopwatch sw;
   RECTRAIN_RETURN_IF_ERROR(valid_->Evaluate(bundle_, compute_, c_.data.negative_downsampling, c_.eval.gauc,
                                             &summary_.valid))
@@ -742,6 +749,8 @@ bool TrainLoop::EarlyStopCheck() {
 
 Status TrainLoop::Checkpoint() {
   if (last_checkpoint_step_ == meta_.step && !summary_.last_checkpoint.empty()) return OkStatus();
+  const std::string step = std::to_string(meta_.step);
+  Phase("the checkpoint at step " + step + " (the job's figures)");
   Stopwatch sw;
   RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
   meta_.train_seconds = base_train_seconds_ + session_seconds_;
@@ -753,7 +762,8 @@ Status TrainLoop::Checkpoint() {
     std::vector<int64_t> mine = {local_rows_in_epoch_};
     RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const int64_t>(mine), &meta_.rank_rows_in_epoch, nullptr));
   }
-  const std::string dir = checkpoints_dir_ + "/step-" + std::to_string(meta_.step);
+  const std::string dir = checkpoints_dir_ + "/step-" + step;
+  Phase("the checkpoint at step " + step + " (writing and agreeing)");
   RECTRAIN_RETURN_IF_ERROR(
       Agreed(WriteCheckpoint(dir, meta_, bundle_.params, optimizer_.get(), bundle_.tables, job_.comm)));
   Status pruned = lead() ? PruneCheckpoints(checkpoints_dir_, c_.train.keep_checkpoints) : OkStatus();
@@ -782,6 +792,7 @@ Status TrainLoop::Loop() {
     Stopwatch loop_clock;
     while (true) {
       double waited = 0;
+      Phase("the start of step " + std::to_string(meta_.step + 1) + " (the per-step agreement)");
       auto next = pass_->Next(stop_requested(), &waited);
       summary_.breakdown.data_wait += waited;
       if (!next.ok()) return Agreed(next.status());
@@ -865,6 +876,7 @@ Status TrainLoop::Loop() {
         done = true;
       }
     } else if (!done) {
+      Phase("the end of epoch " + std::to_string(finished_epoch) + " (the stop agreement)");
       std::vector<int64_t> stop = {stop_requested() ? 1 : 0};
       RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(stop), dist::ReduceOp::kMax));
       if (stop[0] != 0) {
@@ -884,6 +896,7 @@ Status TrainLoop::Finish() {
   RECTRAIN_RETURN_IF_ERROR(Checkpoint());
   if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();
   const std::string model_dir = opt_.run_dir + "/model";
+  Phase("the publication of the model at step " + std::to_string(meta_.step));
   Status published = lead() ? PublishModelDir(summary_.last_checkpoint, model_dir) : OkStatus();
   RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, published)));
   summary_.model_dir = model_dir;
@@ -956,6 +969,7 @@ Status TrainLoop::ServeAsServer() {
 }
 
 Status TrainLoop::ConcludeAsync() {
+  Phase("the end of the asynchronous phase");
   // Every rank gets the servers' final dense parameters (each server contributes its chunk).
   int64_t total = 0;
   for (const auto& p : bundle_.params) total += static_cast<int64_t>(p.value.size());
@@ -1033,8 +1047,8 @@ Result<TrainSummary> TrainLoop::Run() {
       WriteSummary();
     }
     // Peers that do not know about the error would wait in their next collective until the
-    // timeout; end the job now instead.
-    if (job_.distributed() && !agreed_error_) job_.comm->Abort(1);
+    // timeout: the process must end the job (dist::EndRank, after reporting the error).
+    if (job_.distributed() && !agreed_error_) job_.comm->Abandon(s);
     return s;
   }
   WriteSummary();

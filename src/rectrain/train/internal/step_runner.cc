@@ -89,9 +89,12 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
                                const ComputeContext& compute, PhaseSeconds* t) {
   const data::Batch& batch = *step.batch;
   const size_t n = static_cast<size_t>(batch.size);
+  // Named as train.log counts steps: this is step `number` once it completes.
+  const int64_t number = global_step + 1;
+  if (job_.distributed()) job_.comm->set_context("step " + std::to_string(number));
   const double exchange0 = b_->store->stats().exchange_seconds;
   Stopwatch sw;
-  RECTRAIN_RETURN_IF_ERROR(b_->store->Lookup(batch, embedding::PullMode::kTrain, compute)) << "at step " << global_step;
+  RECTRAIN_RETURN_IF_ERROR(b_->store->Lookup(batch, embedding::PullMode::kTrain, compute)) << "at step " << number;
   const double exchange1 = b_->store->stats().exchange_seconds;
   t->lookup += sw.Seconds() - (exchange1 - exchange0);
 
@@ -106,7 +109,7 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
     for (const auto& p : b_->params) std::fill(p.grad.begin(), p.grad.end(), 0.0f);
   } else if (slices == 1) {
     RECTRAIN_RETURN_IF_ERROR(RunSlice(step, 0, static_cast<int64_t>(n), rates.seed, compute, b_->store->grads(), &loss_sum, t))
-        << "at step " << global_step;
+        << "at step " << number;
   } else {
     // Slice 0 writes the store's gradient buffers and the dense sums; later slices add to them.
     std::span<const std::span<float>> grads = b_->store->grads();
@@ -123,7 +126,7 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
       const int64_t r0 = static_cast<int64_t>(n) * sl / slices, r1 = static_cast<int64_t>(n) * (sl + 1) / slices;
       std::span<const std::span<float>> into = sl == 0 ? grads : std::span<const std::span<float>>(table_scratch_spans_);
       RECTRAIN_RETURN_IF_ERROR(RunSlice(step, r0, r1, rates.seed, compute, into, &loss_sum, t))
-          << "at step " << global_step << " (slice " << sl << " of train.accumulate_steps " << slices << ")";
+          << "at step " << number << " (slice " << sl << " of train.accumulate_steps " << slices << ")";
       Stopwatch add;
       if (sl > 0) {
         for (size_t tb = 0; tb < grads.size(); ++tb) {
@@ -157,7 +160,6 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
     reduce_.clear();
     for (const auto& p : b_->params) reduce_.insert(reduce_.end(), p.grad.begin(), p.grad.end());
     reduce_.push_back(static_cast<float>(loss_sum));
-    job_.comm->set_context("step " + std::to_string(global_step));
     RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<float>(reduce_), dist::ReduceOp::kSum));
     const int64_t w = job_.world();
     allreduce_min_bytes_ += 2 * (w - 1) * static_cast<int64_t>(reduce_.size() * sizeof(float)) / w;
@@ -173,7 +175,7 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
   sw.Reset();
   if (b_->async_store != nullptr) b_->async_store->set_dense_lr(rates.dense_lr);
   const double exchange2 = b_->store->stats().exchange_seconds;
-  RECTRAIN_RETURN_IF_ERROR(b_->store->Push({.step = global_step, .learning_rate = rates.sparse_lr}, compute)) << "at step " << global_step;
+  RECTRAIN_RETURN_IF_ERROR(b_->store->Push({.step = global_step, .learning_rate = rates.sparse_lr}, compute)) << "at step " << number;
   const double exchange3 = b_->store->stats().exchange_seconds;
   t->sparse_update += sw.Seconds() - (exchange3 - exchange2);
   t->exchange += (exchange1 - exchange0) + (exchange3 - exchange2);
@@ -182,7 +184,7 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
   if (b_->async_store == nullptr) {
     sw.Reset();
     RECTRAIN_RETURN_IF_ERROR(opt_->Update({.step = global_step, .learning_rate = rates.dense_lr}, b_->params, compute))
-        << "at step " << global_step;
+        << "at step " << number;
     t->dense_update += sw.Seconds();
   }
   return loss;
