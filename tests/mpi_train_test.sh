@@ -1,11 +1,13 @@
 #!/bin/sh
 # rectrain train under a real MPI launcher (ctest label "mpi"): the same config on 1 process and
 # on 2 ranks gives the same model (dist.data_split batches via deterministic: true); SIGTERM to
-# the job checkpoints and stops, and the run resumes on 3 ranks to the uninterrupted model;
-# a rank killed with SIGKILL at a random step ends the job (no hang) and --resume continues.
+# the launch line (deploy/mpi/rectrain-mpirun) checkpoints and exits 143, also with a model of
+# tens of MB, and the run resumes on 3 ranks to the uninterrupted model; a rank killed with
+# SIGKILL at a random step ends the job (no hang) and --resume continues.
 # Usage: mpi_train_test.sh RECTRAIN MPIEXEC [MPIEXEC FLAGS...]
 set -eu
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+RELAY=$(cd "$(dirname "$0")/.." && pwd)/deploy/mpi/rectrain-mpirun
 MPIEXEC=$2
 shift 2
 FLAGS="$*"
@@ -52,8 +54,9 @@ close "$(field two30 "s['valid']['logloss']")" "$(field one30 "s['valid']['loglo
   fail "after 30 steps the logloss of 2 ranks differs from 1 process"
 echo "ok: 1 process and 2 ranks: auc $(field one "s['valid']['auc']") vs $(field two "s['valid']['auc']")"
 
-# SIGTERM to the launcher (it forwards it to every rank): checkpoint, exit 143, resume on 3 ranks.
-$MPIEXEC $FLAGS -np 2 "$B" train cfg.yaml --run-dir term --quiet >term.txt 2>&1 &
+# SIGTERM to the launch line. mpirun would kill the ranks a second after a SIGTERM of its own;
+# rectrain-mpirun relays it to every rank (as SIGUSR1): checkpoint, exit 143, resume on 3 ranks.
+MPIRUN=$MPIEXEC "$RELAY" $FLAGS -np 2 "$B" train cfg.yaml --run-dir term --quiet >term.txt 2>&1 &
 JOB=$!
 i=0
 while [ ! -d term/checkpoints ] || [ -z "$(ls term/checkpoints 2>/dev/null | grep -v tmp)" ]; do
@@ -65,11 +68,36 @@ if [ "$(field term "s['status']" 2>/dev/null)" = completed ]; then
   echo "note: the job finished before SIGTERM arrived; resume is checked below anyway"
 else
   [ "$(field term "s['status']")" = interrupted ] || { cat term.txt; fail "SIGTERM: status is not interrupted (rc $rc)"; }
+  [ $rc -eq 143 ] || { cat term.txt; fail "SIGTERM: exit $rc, not 143"; }
 fi
 $MPIEXEC $FLAGS -np 3 "$B" train --resume term --quiet >resume.txt 2>&1 || { cat resume.txt; fail "resume on 3 ranks"; }
 [ "$(field term "s['status']")" = completed ] || fail "resumed run did not complete"
 close "$(field term "s['valid']['auc']")" "$(field one "s['valid']['auc']")" 0.0002 || fail "resumed AUC differs"
 echo "ok: SIGTERM at 2 ranks, resumed on 3: auc $(field term "s['valid']['auc']")"
+
+# The same stop with a model of tens of MB (a 1024-1024 MLP with Adam, 32-dim embeddings with
+# Adagrad): its checkpoint takes longer than the second mpirun gives after its own SIGTERM.
+sed -e 's/embedding_dim: 8, hidden: \[64, 32\]/embedding_dim: 32, hidden: [1024, 1024]/' \
+    -e 's/checkpoint_every_steps: 5/checkpoint_every_steps: 0/' -e 's/log_every_steps: 20/log_every_steps: 2/' \
+    cfg.yaml > big.yaml
+MPIRUN=$MPIEXEC "$RELAY" $FLAGS -np 2 "$B" train big.yaml --run-dir big --no-progress >big.txt 2>&1 &
+JOB=$!
+i=0
+until grep -q "step 4 |" big/train.log 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 1200 ] || { cat big.txt; fail "the large model did not reach step 4"; }; sleep 0.05
+done
+START=$(date +%s.%N)
+kill -TERM $JOB
+rc=0; wait $JOB || rc=$?
+ELAPSED=$(/usr/bin/python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$START" "$(date +%s.%N)")
+[ $rc -eq 143 ] || { cat big.txt; fail "SIGTERM, large model: exit $rc, not 143"; }
+[ "$(field big "s['status']")" = interrupted ] || { cat big.txt; fail "SIGTERM, large model: not interrupted"; }
+STEPS=$(field big "s['train']['steps']")
+[ -f "big/checkpoints/step-$STEPS/meta.json" ] || { ls -R big/checkpoints; fail "no checkpoint of step $STEPS"; }
+[ -z "$(ls big/checkpoints | grep tmp)" ] || fail "a partial checkpoint (.tmp) was left"
+MB=$(du -sm "big/checkpoints/step-$STEPS" | cut -f1)
+[ "$MB" -ge 20 ] || fail "the large model's checkpoint is only ${MB} MB"
+echo "ok: SIGTERM with a ${MB} MB checkpoint: step $STEPS saved, exit 143, ${ELAPSED}s after the signal"
 
 # SIGKILL one rank at a random moment: the job must end, not hang; --resume continues.
 $MPIEXEC $FLAGS -np 2 "$B" train cfg.yaml --run-dir kill --quiet >kill.txt 2>&1 &
@@ -86,6 +114,8 @@ if [ $rc -eq 0 ]; then
   echo "note: the job finished before the kill"
 else
   echo "ok: a killed rank ended the job in ${ELAPSED}s (exit $rc)"
+  # mpirun sends the survivor SIGTERM right before SIGKILL: it must not claim to write a checkpoint.
+  ! grep -q "writing a checkpoint" kill.txt || { cat kill.txt; fail "the survivor of a killed rank says it writes a checkpoint"; }
   if [ -d kill/checkpoints ] && [ -n "$(ls kill/checkpoints | grep -v tmp)" ]; then
     $MPIEXEC $FLAGS -np 2 "$B" train --resume kill --quiet >kill2.txt 2>&1 || { cat kill2.txt; fail "resume after the kill"; }
     [ "$(field kill "s['status']")" = completed ] || fail "run resumed after the kill did not complete"

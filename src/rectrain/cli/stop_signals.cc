@@ -13,7 +13,16 @@
 namespace rectrain::cli {
 namespace {
 
-constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+// SIGUSR1 asks what SIGTERM asks, and reads as SIGTERM (stop_signals.h).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGUSR1};
+constexpr int kNumStopSignals = 3;
+
+int IndexOf(int sig) {
+  for (int i = 0; i < kNumStopSignals; ++i) {
+    if (kStopSignals[i] == sig) return i;
+  }
+  return 0;
+}
 
 // Never destroyed: the watcher may still run while static destructors do at exit.
 struct Watcher {
@@ -22,7 +31,7 @@ struct Watcher {
   bool graceful = false;  // guarded by mu
   std::string note;       // guarded by mu
   std::atomic<int> first{0};
-  bool ignored_at_start[2] = {false, false};
+  bool ignored_at_start[kNumStopSignals] = {};
 };
 
 Watcher& State() {
@@ -55,10 +64,10 @@ void WatchLoop() {
   for (;;) {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
-    const bool ignored = w.ignored_at_start[sig == SIGINT ? 0 : 1];
+    const bool ignored = w.ignored_at_start[IndexOf(sig)];
     std::unique_lock<std::mutex> lock(w.mu);
     if (w.first.load() == 0 && w.graceful) {
-      w.first.store(sig);
+      w.first.store(sig == SIGUSR1 ? SIGTERM : sig);
       if (!w.note.empty()) {
         std::fprintf(stderr, "%s\n", w.note.c_str());
         std::fflush(stderr);  // a second signal may end the process before exit flushes it
@@ -76,7 +85,7 @@ void WatchLoop() {
 
 void StartStopSignalWatcher() {
   Watcher& w = State();
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kNumStopSignals; ++i) {
     struct sigaction old {};
     sigaction(kStopSignals[i], nullptr, &old);
     w.ignored_at_start[i] = old.sa_handler == SIG_IGN;

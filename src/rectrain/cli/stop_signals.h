@@ -1,5 +1,12 @@
-// rectrain/cli/stop_signals.h: SIGINT and SIGTERM of the rectrain process. They are blocked in
-// every thread and taken by one watcher thread with sigwait(); no thread ever runs a handler.
+// rectrain/cli/stop_signals.h: SIGINT, SIGTERM and SIGUSR1 of the rectrain process. They are
+// blocked in every thread and taken by one watcher thread with sigwait(); no thread ever runs a
+// handler.
+//
+// SIGUSR1 asks for the same stop as SIGTERM and reads as SIGTERM (the flag holds SIGTERM, the
+// exit status is 143): OpenMPI's mpirun forwards SIGUSR1 to every rank at once, but answers a
+// SIGTERM of its own by killing the ranks (SIGTERM, then SIGKILL one second later), too soon
+// for a checkpoint. So a job under mpirun is stopped with `kill -USR1 <mpirun>`, or through
+// deploy/mpi/rectrain-mpirun, which relays a SIGTERM as SIGUSR1 (docs/scaling.md).
 //
 // Why no handler (docs/decisions/0006-stop-signals-without-handlers.md): a handler runs on the
 // stack of whichever thread the signal interrupts. Debian 12's oneDNN (2.7) points rsp into a
@@ -34,7 +41,8 @@ inline constexpr char kCheckpointStopNote[] =
     "\nrectrain: stopping after the current step and writing a checkpoint (signal again to abort "
     "at once)";
 
-// The stop flag: 0 until the first SIGINT/SIGTERM, then that signal's number. `note` (one
+// The stop flag: 0 until the first SIGINT/SIGTERM/SIGUSR1, then that signal's number (SIGTERM
+// for SIGUSR1). `note` (one
 // line, without the newline; empty: nothing) goes to stderr when that signal arrives.
 const std::atomic<int>* EnableGracefulStop(std::string note);
 

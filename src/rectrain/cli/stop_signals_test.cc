@@ -109,6 +109,35 @@ TEST(StopSignalsTest, GracefulStopSetsTheFlagAndASecondSignalEndsTheProcess) {
   EXPECT_EQ(printed, "note: stopping\n");  // the note, once, on the first signal only
 }
 
+// SIGUSR1 (what mpirun forwards at once, unlike its own SIGTERM) asks for the same stop as SIGTERM
+// and reads as SIGTERM.
+TEST(StopSignalsTest, SigusrOneStopsAsSigterm) {
+  Child c = Fork([](int out) {
+    StartStopSignalWatcher();
+    (void)!write(out, "r", 1);
+    _exit(WaitForStopSignal());
+  });
+  ASSERT_GT(c.pid, 0);
+  ASSERT_EQ(ReadByte(c.from_child), 'r');
+  kill(c.pid, SIGUSR1);
+  ExpectEndedBy(c.pid, SIGUSR1);  // no graceful stop asked: its default action, as before
+  close(c.from_child);
+
+  c = Fork([](int out) {
+    StartStopSignalWatcher();
+    EnableGracefulStop("");
+    (void)!write(out, "r", 1);
+    _exit(WaitForStopSignal());
+  });
+  ASSERT_GT(c.pid, 0);
+  ASSERT_EQ(ReadByte(c.from_child), 'r');
+  kill(c.pid, SIGUSR1);
+  const int status = WaitStatus(c.pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), SIGTERM);
+  close(c.from_child);
+}
+
 TEST(StopSignalsTest, WithoutAGracefulStopASignalEndsTheProcessAsBefore) {
   Child c = ForkIdleWatcher();
   ASSERT_GT(c.pid, 0);
