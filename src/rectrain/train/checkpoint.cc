@@ -214,6 +214,7 @@ Status WriteDenseAndMeta(const std::string& tmp, const CheckpointMeta& meta, std
   };
   if (!meta.data_split.empty()) j["data_split"] = meta.data_split;
   if (!meta.rank_rows_in_epoch.empty()) j["rank_rows_in_epoch"] = meta.rank_rows_in_epoch;
+  if (meta.plan_world > 0) j["epoch_plan"] = {{"world", meta.plan_world}, {"rows", meta.plan_rows}};
   return WriteString(tmp + "/meta.json", j.dump(2) + "\n");
 }
 
@@ -323,6 +324,14 @@ Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
     }
     m.data_split = j.value("data_split", "");
     if (j.contains("rank_rows_in_epoch")) m.rank_rows_in_epoch = j.at("rank_rows_in_epoch").get<std::vector<int64_t>>();
+    if (j.contains("epoch_plan")) {
+      m.plan_world = j.at("epoch_plan").at("world").get<int>();
+      m.plan_rows = j.at("epoch_plan").at("rows").get<std::vector<int64_t>>();
+      if (m.plan_world < 1 || static_cast<int>(m.plan_rows.size()) != m.plan_world) {
+        return DataLossError(path + ": epoch_plan lists " + std::to_string(m.plan_rows.size()) + " streams for a plan of " +
+                             std::to_string(m.plan_world));
+      }
+    }
   } catch (const std::exception& e) {
     return DataLossError(path + ": malformed checkpoint metadata: " + e.what());
   }

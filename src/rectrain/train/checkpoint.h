@@ -59,6 +59,12 @@ struct CheckpointMeta {
   // rank's rows of the epoch already consumed (rows_in_epoch is their sum).
   std::string data_split;
   std::vector<int64_t> rank_rows_in_epoch;
+  // Set while the epoch in progress is read under the pass plan of an earlier job (a resume on
+  // another number of ranks; train/internal/epoch_resume.h): that plan's streams (1: the whole
+  // pass; W: the shards of W ranks) and the rows each had consumed when the replay began. The
+  // replay has consumed rows_in_epoch minus their sum. 0 / empty otherwise.
+  int plan_world = 0;
+  std::vector<int64_t> plan_rows;
 };
 
 // dense.bin: params (names and sizes must match on read) then optimizer state spans.

@@ -27,6 +27,7 @@
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/dist/launch.h"
 #include "rectrain/train/checkpoint.h"
+#include "rectrain/train/internal/epoch_resume.h"
 #include "rectrain/train/internal/evaluator.h"
 #include "rectrain/train/internal/job.h"
 #include "rectrain/train/internal/model_bundle.h"
@@ -212,6 +213,8 @@ class TrainLoop {
   // This rank's rows of the current epoch (dist.data_split shards resumes from it).
   int64_t local_rows_in_epoch_ = 0;
   int64_t local_skip_ = 0;  // rows of the epoch this rank's first pass skips (resume)
+  internal::EpochStart start_;          // how the first pass is read (a resume may replay an old plan)
+  internal::StreamOpener open_stream_;  // a stream of data.train under another plan (a replay)
   // At the start of the current epoch (this session): for the per-epoch log line.
   double epoch_start_wait_ = 0;
   double epoch_start_seconds_ = 0;
@@ -346,23 +349,38 @@ Status TrainLoop::SetupLocal() {
   RECTRAIN_ASSIGN_OR_RETURN(train_source_, WithContext(data::EpochSource::Create(train_data, ro, train_epoch,
                                                                                  memory_budget_, "data.train", log_line),
                                                        "data.train"));
-  // Where this rank's first pass starts (a resume): the global rows consumed, or in shards mode
-  // this rank's own (when the job had the same ranks; otherwise an even part, logged).
-  local_skip_ = meta_.rows_in_epoch;
-  const int readers = job_.async() ? job_.workers() : job_.world();
-  if (opt_.resume && job_.distributed() && job_.split == config::DataSplit::kShards) {
-    if (meta_.world == job_.world() && static_cast<int>(meta_.rank_rows_in_epoch.size()) == job_.world()) {
+  // Where this rank's first pass starts (a resume; internal/epoch_resume.h). An asynchronous
+  // worker reads its own units; with another number of workers it re-plans the rest of the epoch.
+  if (job_.async()) {
+    local_skip_ = meta_.rows_in_epoch;
+    if (opt_.resume && meta_.world == job_.world() && static_cast<int>(meta_.rank_rows_in_epoch.size()) == job_.world()) {
       local_skip_ = meta_.rank_rows_in_epoch[static_cast<size_t>(job_.rank())];
-    } else {
-      local_skip_ = meta_.rows_in_epoch / readers;
-      if (meta_.rows_in_epoch > 0) {
-        log_->Log("note: the checkpoint was written by " + std::to_string(meta_.world) + " rank(s) mid-epoch; with "
-                  "dist.data_split shards the rest of epoch " + std::to_string(meta_.epoch) + " is re-planned for " +
-                  std::to_string(job_.world()) + " ranks and each skips " + std::to_string(local_skip_) +
-                  " rows of its new share (some rows may be seen twice or not at all in this epoch; "
-                  "dist.data_split batches resumes exactly on any number of ranks)");
-      }
+    } else if (opt_.resume && meta_.rows_in_epoch > 0) {
+      local_skip_ = meta_.rows_in_epoch / job_.workers();
+      log_->Log("note: the checkpoint was written by " + std::to_string(meta_.world) + " rank(s) mid-epoch; the rest of "
+                "epoch " + std::to_string(meta_.epoch) + " is re-planned for " + std::to_string(job_.workers()) +
+                " asynchronous workers and each skips " + std::to_string(local_skip_) + " rows of its new share "
+                "(some rows may be seen twice or not at all in this epoch)");
     }
+  } else {
+    const bool shards = job_.distributed() && job_.split == config::DataSplit::kShards;
+    RECTRAIN_ASSIGN_OR_RETURN(start_, internal::PlanEpochStart(meta_, shards ? job_.world() : 1, shards ? job_.rank() : 0));
+    if (!start_.note.empty()) log_->Log(start_.note);
+    local_skip_ = start_.skip;
+    // A replay reads the old plan's streams in global batches, with the epoch options of data.train.
+    open_stream_ = [this, train_data, train_epoch, log_line](int rank, int world, int64_t epoch,
+                                                            int64_t skip) -> Result<internal::OpenedStream> {
+      data::ReadOptions o = c_.read;
+      o.batch_size = global_batch_;
+      o.rank = rank;
+      o.world = world;
+      internal::OpenedStream out;
+      RECTRAIN_ASSIGN_OR_RETURN(out.source, WithContext(data::EpochSource::Create(train_data, o, train_epoch,
+                                                                                  memory_budget_, "data.train", log_line),
+                                                        "data.train"));
+      RECTRAIN_ASSIGN_OR_RETURN(out.reader, WithContext(out.source->Open(epoch, skip), "data.train"));
+      return out;
+    };
   }
   local_rows_in_epoch_ = local_skip_;
   if (meta_.epoch < c_.train.epochs && !job_.is_server()) {
@@ -472,11 +490,16 @@ Status TrainLoop::SetupTogether() {
 }
 
 Status TrainLoop::OpenTrainPass() {
-  const int64_t skip = local_skip_;
-  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::BatchReader> reader,
-                            WithContext(train_source_->Open(meta_.epoch, skip), "data.train"));
-  if (job_.distributed() && job_.split == config::DataSplit::kBatches) {
-    reader = data::SliceBatches(std::move(reader), job_.rank(), job_.world());
+  std::unique_ptr<data::BatchReader> reader;
+  if (start_.replay) {
+    // The rest of an epoch planned for another number of ranks (internal/epoch_resume.h).
+    RECTRAIN_ASSIGN_OR_RETURN(reader, internal::OpenReplay(start_, meta_.epoch, open_stream_));
+    if (job_.distributed()) reader = data::SliceBatches(std::move(reader), job_.rank(), job_.world());
+  } else {
+    RECTRAIN_ASSIGN_OR_RETURN(reader, WithContext(train_source_->Open(meta_.epoch, local_skip_), "data.train"));
+    if (job_.distributed() && job_.split == config::DataSplit::kBatches) {
+      reader = data::SliceBatches(std::move(reader), job_.rank(), job_.world());
+    }
   }
   pass_ = std::make_unique<internal::LockstepPass>(std::move(reader), job_);
   local_skip_ = 0;  // later passes start at their beginning
@@ -757,6 +780,9 @@ Status TrainLoop::Checkpoint() {
   meta_.rows_rejected_total = job_rejected_;
   meta_.world = job_.world();
   meta_.data_split = job_.distributed() ? config::DataSplitName(job_.split) : "";
+  // During a replay of an old plan (internal/epoch_resume.h) the checkpoint records that plan.
+  meta_.plan_world = start_.replay ? start_.plan_world : 0;
+  meta_.plan_rows = start_.replay ? start_.plan_rows : std::vector<int64_t>();
   meta_.rank_rows_in_epoch.clear();
   if (job_.distributed() && job_.split == config::DataSplit::kShards) {
     std::vector<int64_t> mine = {local_rows_in_epoch_};
@@ -851,6 +877,7 @@ Status TrainLoop::Loop() {
     if (meta_.rows_in_epoch > 0) rows_per_epoch_ = meta_.rows_in_epoch;
     ++meta_.epoch;
     meta_.rows_in_epoch = 0;
+    start_ = internal::EpochStart();  // a replay ends with its epoch
     local_rows_in_epoch_ = 0;
     const double epoch_seconds = session_seconds_ - epoch_start_seconds_;
     log_->Log("epoch " + std::to_string(finished_epoch) + " done at step " + std::to_string(meta_.step) +
