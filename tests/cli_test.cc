@@ -147,6 +147,19 @@ TEST_F(CliTest, ConfigErrorsAreReportedTogether) {
   EXPECT_FALSE(fs::exists(*dir_ + "/r1"));  // nothing is created for an invalid config
 }
 
+// A bad row stops the run with its file:line and the key that would skip it; the generic hint of
+// invalid arguments ("check the flags ...") would point away from the data.
+TEST_F(CliTest, ABadRowNamesItsFixWithoutTheFlagsHint) {
+  const std::string bad = *dir_ + "/bad_row.tsv";
+  testing::WriteAll(bad, testing::ReadAll(testing::Generate(*dir_, "train.tsv", 4000, 1)) + "1\tnot-a-number\n");
+  const std::string cfg = SmallConfig("bad_row", 4000, "checks: {before_train: false}\n");
+  CmdResult r = Run({"train", cfg, "--set", "data.train=" + bad, "--run-dir", *dir_ + "/bad_row_run", "--quiet"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad_row.tsv:4001:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("set data.max_bad_rows"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("check the flags"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, GenTrainEvalRoundTrip) {
   CmdResult r = Run({"data", "gen", "--rows", "3000", "--out", *dir_ + "/gen.tsv", "--shape", "easy"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -55,6 +55,26 @@ TEST(Examples, FashionMnistMlpParsesAndBuildsItsModel) {
   EXPECT_TRUE((*model)->spec().tables.empty());
 }
 
+// examples/async/deepfm.yaml: examples/deepfm.yaml under dist.mode async (which refuses the
+// periodic evaluation, checkpoints and early stopping of the sync example) loads, and differs
+// from it only in those keys and dist.*.
+TEST(Examples, AsyncDeepFmLoadsAndMatchesTheSyncExample) {
+  auto sync = config::LoadTrainConfig(SourceDir() + "/examples/deepfm.yaml", {});
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  auto refused = config::LoadTrainConfig(SourceDir() + "/examples/deepfm.yaml", {"dist.mode=async"});
+  EXPECT_FALSE(refused.ok());
+  auto c = config::LoadTrainConfig(SourceDir() + "/examples/async/deepfm.yaml", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config.dist.mode, config::DistMode::kAsync);
+  EXPECT_EQ(c->config.dist.servers, 2);
+  EXPECT_EQ(c->config.model.type, "deepfm");
+  auto same = config::LoadTrainConfig(SourceDir() + "/examples/deepfm.yaml",
+                                      {"dist.mode=async", "dist.servers=2", "train.eval_every_steps=0",
+                                       "train.checkpoint_every_steps=0", "train.early_stopping.patience=0"});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->resolved_yaml, c->resolved_yaml);
+}
+
 // examples/libsvm/: the libsvm (LR over the bag of indices) and libffm (DeepFM over 8 fields)
 // configs parse and build their models for the schema their format gives (docs/formats/libsvm.md).
 TEST(Examples, LibsvmExamplesParseAndBuildTheirModels) {

@@ -41,7 +41,10 @@ ExitInfo ExitInfoFor(StatusCode code) {
 }
 
 int ReportError(std::string_view command, const Status& status) {
-  const ExitInfo info = ExitInfoFor(status.code());
+  ExitInfo info = ExitInfoFor(status.code());
+  // A bad row's message (data/errors.h) says where it is and which key lets the run skip it; the
+  // flags-and-config hint of other invalid arguments would send the reader elsewhere.
+  if (status.message().find("data.max_bad_rows") != std::string::npos) info.hint = {};
   std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(command.size()), command.data(),
                status.message().c_str());
   if (!info.hint.empty()) {

@@ -16,8 +16,9 @@ struct ExitInfo {
 
 ExitInfo ExitInfoFor(StatusCode code);
 
-// Prints "rectrain <command>: error: <message>" and "hint: <hint>" to stderr; returns the exit
-// code. `status` must not be OK.
+// Prints "rectrain <command>: error: <message>" and "hint: <hint>" to stderr (no hint for a bad
+// row, whose message names its own fix, data.max_bad_rows); returns the exit code. `status` must
+// not be OK.
 int ReportError(std::string_view command, const Status& status);
 
 // Exit codes for a run stopped by a signal: 128 + signal (SIGINT 130, SIGTERM 143).

@@ -593,7 +593,8 @@ Status TrainLoop::RefreshJobFigures() {
                                     static_cast<double>(job_.comm->stats().bytes_sent()),
                                     static_cast<double>(job_.comm->stats().bytes_received()), b.data_wait, b.lookup,
                                     b.exchange, b.forward, b.backward, b.allreduce, b.sparse_update, b.dense_update,
-                                    static_cast<double>(st.min_bytes_sent + runner_->allreduce_min_bytes()),
+                                    // async: no minimum (the exchanges with the servers are not a collective's)
+                                    job_.async() ? 0.0 : static_cast<double>(st.min_bytes_sent + runner_->allreduce_min_bytes()),
                                     static_cast<double>(job_.comm->stats().of(dist::CommOp::kAllReduce).bytes_sent)};
   std::vector<double> all;
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const double>(mine), &all, nullptr));
@@ -621,9 +622,11 @@ void TrainLoop::LogRanks() {
     const PhaseSeconds& b = f.breakdown;
     log_->Log("rank " + std::to_string(f.rank) + ": " + FormatCount(static_cast<double>(f.rows)) + " rows, " +
               FormatCount(static_cast<double>(f.ids_owned)) + " ids owned, " +
-              FormatCount(static_cast<double>(f.bytes_sent)) + "B sent (" +
-              Fixed(f.min_bytes_sent > 0 ? static_cast<double>(f.bytes_sent) / static_cast<double>(f.min_bytes_sent) : 0, 3) +
-              "x the minimum) | wait " + Fixed(b.data_wait, 1) + "s lookup " +
+              FormatCount(static_cast<double>(f.bytes_sent)) + "B sent" +
+              (f.min_bytes_sent > 0 ? " (" + Fixed(static_cast<double>(f.bytes_sent) / static_cast<double>(f.min_bytes_sent), 3) +
+                                          "x the minimum)"
+                                    : std::string()) +
+              " | wait " + Fixed(b.data_wait, 1) + "s lookup " +
               Fixed(b.lookup, 1) + "s exchange " + Fixed(b.exchange, 1) + "s forward " + Fixed(b.forward, 1) +
               "s backward " + Fixed(b.backward, 1) + "s allreduce " + Fixed(b.allreduce, 1) + "s update " +
               Fixed(b.sparse_update + b.dense_update, 1) + "s");
