@@ -186,4 +186,31 @@ Status Decompress(int32_t codec, std::span<const uint8_t> in, std::span<uint8_t>
   }
 }
 
+Status Compress(int32_t codec, int zstd_level, std::span<const uint8_t> in, std::string* out) {
+  switch (codec) {
+    case kUncompressed:
+      out->assign(reinterpret_cast<const char*>(in.data()), in.size());
+      return OkStatus();
+    case kSnappy: {
+      size_t n = snappy_max_compressed_length(in.size());
+      out->resize(n);
+      if (snappy_compress(reinterpret_cast<const char*>(in.data()), in.size(), out->data(), &n) != SNAPPY_OK) {
+        return InternalError("snappy_compress failed on " + std::to_string(in.size()) + " bytes");
+      }
+      out->resize(n);
+      return OkStatus();
+    }
+    case kZstd: {
+      out->resize(ZSTD_compressBound(in.size()));
+      const size_t n = ZSTD_compress(out->data(), out->size(), in.data(), in.size(), zstd_level);
+      if (ZSTD_isError(n)) return InternalError(std::string("ZSTD_compress failed: ") + ZSTD_getErrorName(n));
+      out->resize(n);
+      return OkStatus();
+    }
+    default:
+      return InvalidArgumentError("cannot write pages compressed with " + CodecName(codec) +
+                                  "; the writer supports UNCOMPRESSED, SNAPPY and ZSTD");
+  }
+}
+
 }  // namespace rectrain::io::parquet::internal

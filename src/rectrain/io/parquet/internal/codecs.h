@@ -24,4 +24,8 @@ int64_t MaxExpansion(int32_t codec, int64_t compressed_bytes);
 
 Status Decompress(int32_t codec, std::span<const uint8_t> in, std::span<uint8_t> out);
 
+// Replaces *out with `in` compressed by `codec` (UNCOMPRESSED, SNAPPY or ZSTD at `zstd_level`);
+// Decompress inverts it. InvalidArgument for another codec; Internal if the library fails.
+Status Compress(int32_t codec, int zstd_level, std::span<const uint8_t> in, std::string* out);
+
 }  // namespace rectrain::io::parquet::internal

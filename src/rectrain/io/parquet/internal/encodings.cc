@@ -309,4 +309,65 @@ bool IsValidUtf8(const uint8_t* p, int64_t n) {
   return true;
 }
 
+int BitWidth(uint64_t max_value) {
+  int w = 0;
+  while (w < 64 && (max_value >> w) != 0) ++w;
+  return w;
+}
+
+namespace {
+
+void AppendUleb(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Appends groups of 8 values (n a multiple of 8, or the padded tail) bit-packed LSB first.
+void AppendBitPacked(const uint32_t* values, int64_t n, int bit_width, std::string* out) {
+  const int64_t groups = (n + 7) / 8;
+  AppendUleb(static_cast<uint64_t>(groups) << 1 | 1, out);
+  uint64_t acc = 0;
+  int bits = 0;
+  for (int64_t i = 0; i < groups * 8; ++i) {
+    const uint64_t v = i < n ? values[i] : 0;
+    acc |= v << bits;
+    bits += bit_width;
+    while (bits >= 8) {
+      out->push_back(static_cast<char>(acc & 0xff));
+      acc >>= 8;
+      bits -= 8;
+    }
+  }
+  // groups * 8 * bit_width is a multiple of 8 bits: nothing is left over.
+}
+
+void AppendRleRun(uint32_t value, int64_t count, int bit_width, std::string* out) {
+  AppendUleb(static_cast<uint64_t>(count) << 1, out);
+  for (int b = 0; b < (bit_width + 7) / 8; ++b) out->push_back(static_cast<char>((value >> (8 * b)) & 0xff));
+}
+
+}  // namespace
+
+void EncodeRleHybrid(const uint32_t* values, int64_t n, int bit_width, std::string* out) {
+  // Literals collect in [lit_begin, i); a bit-packed run must hold a multiple of 8 values unless
+  // it is the last, so a repeat run first tops the literals up to a multiple of 8.
+  int64_t lit_begin = 0;
+  int64_t i = 0;
+  while (i < n) {
+    int64_t run = 1;
+    while (i + run < n && values[i + run] == values[i]) ++run;
+    const int64_t pad = (8 - (i - lit_begin) % 8) % 8;
+    if (run - pad >= 8) {
+      if (i + pad > lit_begin) AppendBitPacked(values + lit_begin, i + pad - lit_begin, bit_width, out);
+      AppendRleRun(values[i], run - pad, bit_width, out);
+      lit_begin = i + run;
+    }
+    i += run;
+  }
+  if (n > lit_begin) AppendBitPacked(values + lit_begin, n - lit_begin, bit_width, out);
+}
+
 }  // namespace rectrain::io::parquet::internal

@@ -1,12 +1,14 @@
 // rectrain/io/parquet/internal/encodings.h: private to io/parquet. Decoders for Parquet's value
-// and level encodings over bounds-checked byte spans. Each returns DataLoss (message naming the
-// encoding and the problem) when the input ends early or holds an out-of-range header; none
-// reads outside `in` or writes more than `n` outputs.
+// and level encodings over bounds-checked byte spans, and the encoders the writer uses. Each
+// decoder returns DataLoss (message naming the encoding and the problem) when the input ends
+// early or holds an out-of-range header; none reads outside `in` or writes more than `n`
+// outputs. Encoders append to a std::string and take values the writer produced itself.
 // Thread safety: stateless functions.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rectrain/base/status.h"
@@ -35,6 +37,14 @@ Status DecodeDeltaBinaryPacked(std::span<const uint8_t> in, int64_t n, T* out, i
 // BYTE_STREAM_SPLIT of n values of `width` bytes into out (n * width bytes, little-endian
 // values). in.size() must equal n * width.
 Status DecodeByteStreamSplit(std::span<const uint8_t> in, int64_t n, int width, uint8_t* out);
+
+// Bits needed for values 0..max_value (0 for max_value 0).
+int BitWidth(uint64_t max_value);
+
+// Appends the RLE / bit-packed hybrid encoding (without a length prefix) of values[0, n), each
+// < 2^bit_width (bit_width 0..32): runs of 8 or more equal values become RLE runs, the rest
+// bit-packed groups of 8 (the last group padded with zeros). DecodeRleHybrid(…, n) inverts it.
+void EncodeRleHybrid(const uint32_t* values, int64_t n, int bit_width, std::string* out);
 
 // Returns true if [p, p+n) is well-formed UTF-8 (no overlongs, surrogates, or > U+10FFFF).
 bool IsValidUtf8(const uint8_t* p, int64_t n);

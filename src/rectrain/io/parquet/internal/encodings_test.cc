@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace rectrain::io::parquet::internal {
@@ -96,6 +97,40 @@ TEST(Utf8, Validation) {
   EXPECT_FALSE(ok("\xf4\x90\x80\x80"));  // > U+10FFFF
   EXPECT_FALSE(ok("abc\xe2\x82"));       // truncated
   EXPECT_FALSE(ok("\x80"));
+}
+
+TEST(RleHybridEncoder, RoundTripsEveryPattern) {
+  // Runs shorter and longer than 8, literals of every length mod 8, widths 0..32.
+  uint64_t x = 42;
+  auto next = [&] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL; };
+  for (int bw : {0, 1, 2, 3, 7, 8, 13, 16, 31, 32}) {
+    const uint64_t mask = bw == 32 ? 0xffffffffULL : (uint64_t{1} << bw) - 1;
+    for (int n : {1, 7, 8, 9, 15, 16, 17, 100, 1000}) {
+      std::vector<uint32_t> v(n);
+      for (int i = 0; i < n;) {
+        const int run = 1 + static_cast<int>(next() >> 60);  // 1..16
+        const uint32_t val = static_cast<uint32_t>((next() >> 20) & mask);
+        for (int k = 0; k < run && i < n; ++k) v[i++] = val;
+      }
+      std::string enc;
+      EncodeRleHybrid(v.data(), n, bw, &enc);
+      std::vector<uint32_t> back(n);
+      std::span<const uint8_t> in(reinterpret_cast<const uint8_t*>(enc.data()), enc.size());
+      ASSERT_TRUE(DecodeRleHybrid<uint32_t>(in, bw, n, back.data()).ok()) << "bw " << bw << " n " << n;
+      EXPECT_EQ(back, v) << "bw " << bw << " n " << n;
+    }
+  }
+}
+
+TEST(RleHybridEncoder, LongRunIsOneRun) {
+  std::vector<uint32_t> v(100000, 5);
+  std::string enc;
+  EncodeRleHybrid(v.data(), static_cast<int64_t>(v.size()), 3, &enc);
+  EXPECT_EQ(enc.size(), 4u);  // varint header (3 bytes for 200000) + 1 value byte
+  EXPECT_EQ(BitWidth(0), 0);
+  EXPECT_EQ(BitWidth(1), 1);
+  EXPECT_EQ(BitWidth(255), 8);
+  EXPECT_EQ(BitWidth(256), 9);
 }
 
 }  // namespace

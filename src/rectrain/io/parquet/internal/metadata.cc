@@ -1,5 +1,6 @@
 #include "rectrain/io/parquet/internal/metadata.h"
 
+#include <cstdint>
 #include <utility>
 
 namespace rectrain::io::parquet::internal {
@@ -97,6 +98,26 @@ Status ReadSchemaElement(ThriftReader& r, SchemaElement* e) {
   });
 }
 
+Status ReadStatistics(ThriftReader& r, Statistics* st) {
+  return ForEachField(r, [&](TType t, int16_t id) -> Status {
+    std::string v;
+    switch (id) {
+      case 3:
+        return r.ReadI64(t, &st->null_count.emplace());
+      case 5:
+        RECTRAIN_RETURN_IF_ERROR(r.ReadString(t, &v));
+        st->max_value = std::move(v);
+        return OkStatus();
+      case 6:
+        RECTRAIN_RETURN_IF_ERROR(r.ReadString(t, &v));
+        st->min_value = std::move(v);
+        return OkStatus();
+      default:
+        return r.Skip(t);
+    }
+  });
+}
+
 Status ReadColumnMetaData(ThriftReader& r, ColumnMetaData* m) {
   return ForEachField(r, [&](TType t, int16_t id) -> Status {
     switch (id) {
@@ -132,6 +153,9 @@ Status ReadColumnMetaData(ThriftReader& r, ColumnMetaData* m) {
         m->dictionary_page_offset = v;
         return OkStatus();
       }
+      case 12:
+        RECTRAIN_RETURN_IF_ERROR(ExpectStruct(t));
+        return ReadStatistics(r, &m->statistics.emplace());
       default:
         return r.Skip(t);
     }
@@ -147,6 +171,8 @@ Status ReadColumnChunk(ThriftReader& r, ColumnChunk* c) {
         c->file_path = std::move(p);
         return OkStatus();
       }
+      case 2:
+        return r.ReadI64(t, &c->file_offset);
       case 3:
         RECTRAIN_RETURN_IF_ERROR(ExpectStruct(t));
         c->has_meta_data = true;
@@ -170,8 +196,21 @@ Status ReadRowGroup(ThriftReader& r, RowGroup* g) {
           g->columns.emplace_back();
           return ReadColumnChunk(r, &g->columns.back());
         });
+      case 2:
+        return r.ReadI64(t, &g->total_byte_size);
       case 3:
         return r.ReadI64(t, &g->num_rows);
+      case 5:
+        return r.ReadI64(t, &g->file_offset.emplace());
+      case 6:
+        return r.ReadI64(t, &g->total_compressed_size.emplace());
+      case 7: {
+        int32_t v;
+        RECTRAIN_RETURN_IF_ERROR(r.ReadI32(t, &v));
+        if (v < INT16_MIN || v > INT16_MAX) return DataLossError("thrift: row group ordinal out of range");
+        g->ordinal = static_cast<int16_t>(v);
+        return OkStatus();
+      }
       default:
         return r.Skip(t);
     }
@@ -199,8 +238,26 @@ Status ReadFileMetaData(ThriftReader& r, FileMetaData* out) {
           out->row_groups.emplace_back();
           return ReadRowGroup(r, &out->row_groups.back());
         });
+      case 5:
+        return ForEachListElement(r, t, [&](TType et) -> Status {
+          RECTRAIN_RETURN_IF_ERROR(ExpectStruct(et));
+          auto& kv = out->key_value_metadata.emplace_back();
+          return ForEachField(r, [&](TType ft, int16_t fid) -> Status {
+            if (fid == 1) return r.ReadString(ft, &kv.first);
+            if (fid == 2) return r.ReadString(ft, &kv.second);
+            return r.Skip(ft);
+          });
+        });
       case 6:
         return r.ReadString(t, &out->created_by);
+      case 7:
+        return ForEachListElement(r, t, [&](TType et) -> Status {
+          RECTRAIN_RETURN_IF_ERROR(ExpectStruct(et));
+          return ForEachField(r, [&](TType ft, int16_t fid) -> Status {
+            if (fid == 1) out->type_defined_order = true;
+            return r.Skip(ft);
+          });
+        });
       case 8:
         out->encrypted = true;
         return r.Skip(t);
@@ -263,6 +320,139 @@ Status ReadPageHeader(ThriftReader& r, PageHeader* out) {
         return r.Skip(t);
     }
   });
+}
+
+namespace {
+
+void WriteLogicalType(int16_t id, ThriftWriter& w) {
+  w.FieldStruct(10);
+  w.FieldStruct(id);  // STRING, LIST, ...: an empty struct
+  w.EndStruct();
+  w.EndStruct();
+}
+
+void WriteSchemaElement(const SchemaElement& e, ThriftWriter& w) {
+  w.BeginStruct();
+  if (e.type) w.FieldI32(1, *e.type);
+  if (e.type && *e.type == kTFixedLenByteArray) w.FieldI32(2, e.type_length);
+  if (e.repetition_type) w.FieldI32(3, *e.repetition_type);
+  w.FieldBinary(4, e.name);
+  if (e.num_children > 0) w.FieldI32(5, e.num_children);
+  if (e.converted_type) w.FieldI32(6, *e.converted_type);
+  if (e.logical_type != kLNone) WriteLogicalType(e.logical_type, w);
+  w.EndStruct();
+}
+
+void WriteStatistics(const Statistics& st, ThriftWriter& w) {
+  w.FieldStruct(12);
+  if (st.null_count) w.FieldI64(3, *st.null_count);
+  if (st.max_value) w.FieldBinary(5, *st.max_value);
+  if (st.min_value) w.FieldBinary(6, *st.min_value);
+  w.EndStruct();
+}
+
+void WriteColumnChunk(const ColumnChunk& c, ThriftWriter& w) {
+  w.BeginStruct();
+  if (c.file_path) w.FieldBinary(1, *c.file_path);
+  w.FieldI64(2, c.file_offset);
+  const ColumnMetaData& m = c.meta_data;
+  w.FieldStruct(3);
+  w.FieldI32(1, m.type);
+  w.FieldList(2, TType::kI32, static_cast<int64_t>(m.encodings.size()));
+  for (int32_t e : m.encodings) w.ListI32(e);
+  w.FieldList(3, TType::kBinary, static_cast<int64_t>(m.path_in_schema.size()));
+  for (const std::string& p : m.path_in_schema) w.ListBinary(p);
+  w.FieldI32(4, m.codec);
+  w.FieldI64(5, m.num_values);
+  w.FieldI64(6, m.total_uncompressed_size);
+  w.FieldI64(7, m.total_compressed_size);
+  w.FieldI64(9, m.data_page_offset);
+  if (m.dictionary_page_offset) w.FieldI64(11, *m.dictionary_page_offset);
+  if (m.statistics) WriteStatistics(*m.statistics, w);
+  w.EndStruct();
+  w.EndStruct();
+}
+
+void WriteRowGroup(const RowGroup& g, ThriftWriter& w) {
+  w.BeginStruct();
+  w.FieldList(1, TType::kStruct, static_cast<int64_t>(g.columns.size()));
+  for (const ColumnChunk& c : g.columns) WriteColumnChunk(c, w);
+  w.FieldI64(2, g.total_byte_size);
+  w.FieldI64(3, g.num_rows);
+  if (g.file_offset) w.FieldI64(5, *g.file_offset);
+  if (g.total_compressed_size) w.FieldI64(6, *g.total_compressed_size);
+  if (g.ordinal) w.FieldI32(7, *g.ordinal);  // an i16 is a zigzag varint like an i32
+  w.EndStruct();
+}
+
+}  // namespace
+
+void WriteFileMetaData(const FileMetaData& meta, ThriftWriter& w) {
+  w.BeginStruct();
+  w.FieldI32(1, meta.version);
+  w.FieldList(2, TType::kStruct, static_cast<int64_t>(meta.schema.size()));
+  for (const SchemaElement& e : meta.schema) WriteSchemaElement(e, w);
+  w.FieldI64(3, meta.num_rows);
+  w.FieldList(4, TType::kStruct, static_cast<int64_t>(meta.row_groups.size()));
+  for (const RowGroup& g : meta.row_groups) WriteRowGroup(g, w);
+  if (!meta.key_value_metadata.empty()) {
+    w.FieldList(5, TType::kStruct, static_cast<int64_t>(meta.key_value_metadata.size()));
+    for (const auto& [key, value] : meta.key_value_metadata) {
+      w.BeginStruct();
+      w.FieldBinary(1, key);
+      w.FieldBinary(2, value);
+      w.EndStruct();
+    }
+  }
+  if (!meta.created_by.empty()) w.FieldBinary(6, meta.created_by);
+  if (meta.type_defined_order) {
+    int64_t leaves = 0;
+    for (const SchemaElement& e : meta.schema) leaves += e.num_children == 0 && e.type ? 1 : 0;
+    w.FieldList(7, TType::kStruct, leaves);
+    for (int64_t i = 0; i < leaves; ++i) {
+      w.BeginStruct();  // union ColumnOrder
+      w.FieldStruct(1);  // TYPE_ORDER: TypeDefinedOrder {}
+      w.EndStruct();
+      w.EndStruct();
+    }
+  }
+  w.EndStruct();
+}
+
+void WritePageHeader(const PageHeader& h, ThriftWriter& w) {
+  w.BeginStruct();
+  w.FieldI32(1, h.type);
+  w.FieldI32(2, h.uncompressed_page_size);
+  w.FieldI32(3, h.compressed_page_size);
+  if (h.data_page_header) {
+    const DataPageHeader& d = *h.data_page_header;
+    w.FieldStruct(5);
+    w.FieldI32(1, d.num_values);
+    w.FieldI32(2, d.encoding);
+    w.FieldI32(3, d.definition_level_encoding);
+    w.FieldI32(4, d.repetition_level_encoding);
+    w.EndStruct();
+  }
+  if (h.dictionary_page_header) {
+    const DictionaryPageHeader& d = *h.dictionary_page_header;
+    w.FieldStruct(7);
+    w.FieldI32(1, d.num_values);
+    w.FieldI32(2, d.encoding);
+    w.EndStruct();
+  }
+  if (h.data_page_header_v2) {
+    const DataPageHeaderV2& d = *h.data_page_header_v2;
+    w.FieldStruct(8);
+    w.FieldI32(1, d.num_values);
+    w.FieldI32(2, d.num_nulls);
+    w.FieldI32(3, d.num_rows);
+    w.FieldI32(4, d.encoding);
+    w.FieldI32(5, d.definition_levels_byte_length);
+    w.FieldI32(6, d.repetition_levels_byte_length);
+    w.FieldBool(7, d.is_compressed);
+    w.EndStruct();
+  }
+  w.EndStruct();
 }
 
 }  // namespace rectrain::io::parquet::internal

@@ -1,13 +1,15 @@
 // rectrain/io/parquet/internal/metadata.h: private to io/parquet. The subset of parquet.thrift
-// that the reader uses, decoded from the compact protocol. Unknown fields are skipped; fields the
-// reader cannot honour (encryption, external column files) are recorded so the caller can reject
-// them with Unimplemented.
+// that the reader uses and the writer fills, decoded from and encoded to the compact protocol.
+// Reading: unknown fields are skipped; fields the reader cannot honour (encryption, external
+// column files) are recorded so the caller can reject them with Unimplemented. Writing: every
+// field parquet.thrift marks required is written; optional ones when set.
 // Thread safety: plain values.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rectrain/base/status.h"
@@ -49,6 +51,15 @@ struct SchemaElement {
   bool int_signed = true;
 };
 
+// Column chunk statistics (parquet.thrift `Statistics`; the writer fills null_count and the
+// min_value/max_value pair, which readers trust because FileMetaData::column_orders says
+// TYPE_DEFINED_ORDER). Values are PLAIN-encoded without a length prefix.
+struct Statistics {
+  std::optional<int64_t> null_count;
+  std::optional<std::string> max_value;
+  std::optional<std::string> min_value;
+};
+
 struct ColumnMetaData {
   int32_t type = -1;
   std::vector<int32_t> encodings;
@@ -59,10 +70,12 @@ struct ColumnMetaData {
   int64_t total_compressed_size = -1;
   int64_t data_page_offset = -1;
   std::optional<int64_t> dictionary_page_offset;
+  std::optional<Statistics> statistics;
 };
 
 struct ColumnChunk {
   std::optional<std::string> file_path;
+  int64_t file_offset = 0;  // required by the format; the chunk's first page
   bool has_meta_data = false;
   bool encrypted = false;  // crypto_metadata or encrypted_column_metadata present
   ColumnMetaData meta_data;
@@ -70,7 +83,11 @@ struct ColumnChunk {
 
 struct RowGroup {
   std::vector<ColumnChunk> columns;
+  int64_t total_byte_size = 0;  // uncompressed bytes of the chunks
   int64_t num_rows = -1;
+  std::optional<int64_t> file_offset;
+  std::optional<int64_t> total_compressed_size;
+  std::optional<int16_t> ordinal;
 };
 
 struct FileMetaData {
@@ -78,7 +95,11 @@ struct FileMetaData {
   std::vector<SchemaElement> schema;
   int64_t num_rows = -1;
   std::vector<RowGroup> row_groups;
+  std::vector<std::pair<std::string, std::string>> key_value_metadata;
   std::string created_by;
+  // column_orders: one TYPE_DEFINED_ORDER per leaf column (what the writer sets, so that readers
+  // use its min_value/max_value statistics).
+  bool type_defined_order = false;
   bool encrypted = false;  // encryption_algorithm present (plaintext footer mode)
 };
 
@@ -116,5 +137,10 @@ struct PageHeader {
 // Decode one struct starting at the reader's position. On success the reader sits just past it.
 Status ReadFileMetaData(ThriftReader& r, FileMetaData* out);
 Status ReadPageHeader(ThriftReader& r, PageHeader* out);
+
+// Encode one struct (the inverse of the readers above for the fields they read, plus the
+// required fields they skip). Unset optionals are left out.
+void WriteFileMetaData(const FileMetaData& meta, ThriftWriter& w);
+void WritePageHeader(const PageHeader& header, ThriftWriter& w);
 
 }  // namespace rectrain::io::parquet::internal

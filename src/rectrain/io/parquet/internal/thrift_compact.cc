@@ -3,6 +3,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "rectrain/base/check.h"
+
 namespace rectrain::io::parquet::internal {
 namespace {
 
@@ -240,6 +242,72 @@ Status ThriftReader::SkipDepth(TType type, int depth) {
     }
   }
   return DataLossError("thrift: invalid type");
+}
+
+void ThriftWriter::WriteVarint(uint64_t v) {
+  while (v >= 0x80) {
+    out_->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out_->push_back(static_cast<char>(v));
+}
+
+void ThriftWriter::FieldHeader(int16_t id, TType type) {
+  RECTRAIN_DCHECK(!last_field_id_.empty());
+  const int delta = id - last_field_id_.back();
+  if (delta > 0 && delta <= 15) {
+    out_->push_back(static_cast<char>((delta << 4) | static_cast<int>(type)));
+  } else {
+    out_->push_back(static_cast<char>(type));
+    WriteZigzag(id);
+  }
+  last_field_id_.back() = id;
+}
+
+void ThriftWriter::BeginStruct() { last_field_id_.push_back(0); }
+
+void ThriftWriter::EndStruct() {
+  RECTRAIN_DCHECK(!last_field_id_.empty());
+  out_->push_back(static_cast<char>(TType::kStop));
+  last_field_id_.pop_back();
+}
+
+void ThriftWriter::FieldStruct(int16_t id) {
+  FieldHeader(id, TType::kStruct);
+  BeginStruct();
+}
+
+void ThriftWriter::FieldBool(int16_t id, bool v) { FieldHeader(id, v ? TType::kTrue : TType::kFalse); }
+
+void ThriftWriter::FieldI32(int16_t id, int32_t v) {
+  FieldHeader(id, TType::kI32);
+  WriteZigzag(v);
+}
+
+void ThriftWriter::FieldI64(int16_t id, int64_t v) {
+  FieldHeader(id, TType::kI64);
+  WriteZigzag(v);
+}
+
+void ThriftWriter::FieldBinary(int16_t id, std::string_view v) {
+  FieldHeader(id, TType::kBinary);
+  ListBinary(v);
+}
+
+void ThriftWriter::ListBinary(std::string_view v) {
+  WriteVarint(v.size());
+  out_->append(v.data(), v.size());
+}
+
+void ThriftWriter::FieldList(int16_t id, TType elem, int64_t size) {
+  RECTRAIN_DCHECK(size >= 0);
+  FieldHeader(id, TType::kList);
+  if (size < 15) {
+    out_->push_back(static_cast<char>((size << 4) | static_cast<int>(elem)));
+  } else {
+    out_->push_back(static_cast<char>(0xf0 | static_cast<int>(elem)));
+    WriteVarint(static_cast<uint64_t>(size));
+  }
 }
 
 }  // namespace rectrain::io::parquet::internal

@@ -1,14 +1,18 @@
-// rectrain/io/parquet/internal/thrift_compact.h: private to io/parquet. A bounds-checked reader of
-// the Thrift compact protocol (the encoding of Parquet's footer and page headers).
-// Every read checks the remaining input; nesting is limited (kMaxDepth) so hostile input cannot
-// overflow the stack; element counts are bounded by the remaining bytes. Errors are DataLoss
-// Statuses describing the problem; callers add file/column context.
-// Thread safety: a ThriftReader is a cursor over caller-owned bytes; use one per thread.
+// rectrain/io/parquet/internal/thrift_compact.h: private to io/parquet. The Thrift compact
+// protocol (the encoding of Parquet's footer and page headers): a bounds-checked reader and the
+// writer beside it.
+// Reader: every read checks the remaining input; nesting is limited (kMaxDepth) so hostile input
+// cannot overflow the stack; element counts are bounded by the remaining bytes. Errors are
+// DataLoss Statuses describing the problem; callers add file/column context.
+// Writer: appends to a caller-owned string; what it writes comes from our own metadata structs,
+// so misuse (unbalanced structs, decreasing field ids are fine) is a programming error (DCHECK).
+// Thread safety: a ThriftReader / ThriftWriter is a cursor over caller-owned bytes; one per thread.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rectrain/base/status.h"
 
@@ -70,6 +74,49 @@ class ThriftReader {
   const uint8_t* end_;
   int depth_ = 0;
   int16_t last_field_id_[kMaxDepth + 1] = {};
+};
+
+// Writes the compact protocol into *out (appending). Field ids are delta-encoded in the field
+// header when they grow by 1..15 from the previous field of the same struct, else written in
+// full (zigzag varint), exactly as ThriftReader expects.
+//
+// Example (a struct {1: i32 = 7, 4: string = "x"} followed by its stop byte):
+//   std::string bytes;
+//   ThriftWriter w(&bytes);
+//   w.BeginStruct();
+//   w.FieldI32(1, 7);
+//   w.FieldBinary(4, "x");
+//   w.EndStruct();
+class ThriftWriter {
+ public:
+  explicit ThriftWriter(std::string* out) : out_(out) {}
+
+  // A struct that is the whole message or a list element (no field header).
+  void BeginStruct();
+  // Writes the stop byte of the innermost struct.
+  void EndStruct();
+  // A struct-valued field: header, then the struct is open until EndStruct().
+  void FieldStruct(int16_t id);
+
+  void FieldBool(int16_t id, bool v);  // the value lives in the header's type nibble
+  void FieldI32(int16_t id, int32_t v);
+  void FieldI64(int16_t id, int64_t v);
+  void FieldBinary(int16_t id, std::string_view v);
+  // A list-valued field of `size` elements of `elem`; write the elements next with ListI32,
+  // ListBinary, or BeginStruct/EndStruct per element.
+  void FieldList(int16_t id, TType elem, int64_t size);
+  void ListI32(int32_t v) { WriteZigzag(v); }
+  void ListBinary(std::string_view v);
+
+  int depth() const { return static_cast<int>(last_field_id_.size()); }
+
+ private:
+  void FieldHeader(int16_t id, TType type);
+  void WriteVarint(uint64_t v);
+  void WriteZigzag(int64_t v) { WriteVarint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+
+  std::string* out_;
+  std::vector<int16_t> last_field_id_;  // per open struct
 };
 
 }  // namespace rectrain::io::parquet::internal
