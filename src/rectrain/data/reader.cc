@@ -577,20 +577,6 @@ Status ValidateOptions(const ReadOptions& o) {
   return ValidateRankShare(o);
 }
 
-// "auto": parquet when every file ends in .parquet, else criteo. Mixed inputs are an error.
-Result<std::string> ResolveFormat(const std::string& format, const std::vector<std::string>& paths) {
-  int parquet = 0;
-  for (const std::string& p : paths) {
-    if (p.size() >= 8 && p.compare(p.size() - 8, 8, ".parquet") == 0) ++parquet;
-  }
-  if (format != "auto") return format;
-  if (parquet == 0) return std::string("criteo");
-  if (parquet == static_cast<int>(paths.size())) return std::string("parquet");
-  return InvalidArgumentError("data.format auto: " + std::to_string(parquet) + " of " +
-                              std::to_string(paths.size()) +
-                              " files end in .parquet; read Parquet and text files in separate runs");
-}
-
 Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const ReadOptions& options,
                                               bool stats_pass) {
   RECTRAIN_RETURN_IF_ERROR(ValidateOptions(options));
@@ -604,7 +590,7 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
   }
   RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config_in.files));
   DataConfig config = config_in;
-  RECTRAIN_ASSIGN_OR_RETURN(config.schema.format, ResolveFormat(config_in.schema.format, paths));
+  RECTRAIN_ASSIGN_OR_RETURN(config.schema.format, internal::ResolveFormat(config_in.schema.format, paths));
   const bool parquet = config.schema.format == "parquet";
   const bool header = (config.schema.format == "csv" || config.schema.format == "tsv") && config.schema.header;
   std::vector<FileInfo> files;
@@ -755,6 +741,19 @@ Result<RowLayout> BatchReader::row_layout() const {
 }
 
 namespace internal {
+Result<std::string> ResolveFormat(const std::string& format, const std::vector<std::string>& paths) {
+  int parquet = 0;
+  for (const std::string& p : paths) {
+    if (p.size() >= 8 && p.compare(p.size() - 8, 8, ".parquet") == 0) ++parquet;
+  }
+  if (format != "auto") return format;
+  if (parquet == 0) return std::string("criteo");
+  if (parquet == static_cast<int>(paths.size())) return std::string("parquet");
+  return InvalidArgumentError("data.format auto: " + std::to_string(parquet) + " of " +
+                              std::to_string(paths.size()) +
+                              " files end in .parquet; read Parquet and text files in separate runs");
+}
+
 Result<std::unique_ptr<BatchReader>> OpenParsingReader(const DataConfig& config,
                                                        const ReadOptions& options) {
   return OpenImpl(config, options, /*stats_pass=*/false);

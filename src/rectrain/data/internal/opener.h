@@ -15,6 +15,10 @@
 
 namespace rectrain::data::internal {
 
+// data.format "auto": parquet when every file ends in .parquet, else criteo (InvalidArgument for
+// a mix); any other format is returned as is (defined in reader.cc).
+Result<std::string> ResolveFormat(const std::string& format, const std::vector<std::string>& paths);
+
 // The parsing reader (criteo/csv/tsv/libsvm text and Parquet), never looking at a cache
 // (defined in reader.cc).
 Result<std::unique_ptr<BatchReader>> OpenParsingReader(const DataConfig& config, const ReadOptions& options);

@@ -40,6 +40,9 @@ class RowGroupDecoder {
   // (downsampling). Returns false (incomplete) after more than `max_bad_rows` bad rows.
   bool EvalRows(int64_t begin, int64_t end, uint64_t file_key, int64_t first_row,
                 int64_t max_bad_rows, bool keep_raw, RowBlock* block);
+  // The decoded column chunks of the last DecodeRowGroup, per plan slot (dictionary form where
+  // the file has a dictionary).
+  const std::vector<io::parquet::ColumnData>& columns() const { return data_; }
 
  private:
   // Fast path: every feature a column at a time; false if any value is bad (nothing reported).

@@ -237,6 +237,11 @@ class LineParser {
   // BadRow and returns false. A filtered or downsampled row returns true and adds no row.
   // Never reads outside `line`.
   bool ParseLine(std::string_view line, int64_t rel_line, bool keep_raw, RowBlock* block);
+  // The raw fields of the last line ParseLine accepted, per plan slot: fields()[slot] for
+  // delimited text (a quoted field unescaped; the pointers are valid until the next ParseLine),
+  // pairs() for libsvm / libffm. `data convert --to parquet` writes them.
+  const TextField* fields() const { return fields_.data(); }
+  const PairFields& pairs() const { return pairs_; }
 
  private:
   const ParsePlan* plan_;
