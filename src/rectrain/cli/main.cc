@@ -56,7 +56,7 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
                   "       rectrain data check CONFIG [--set KEY=VALUE]... [--split train|valid] [--json]\n"
                   "       rectrain data stats FILES... [--format F] [--header] [--json]\n"
                   "       rectrain data cache CONFIG [--split train|valid|all] [--set KEY=VALUE]... [--force]\n"
-                  "       rectrain data convert INPUT... --to cache --out PATH [--config CONFIG | schema flags]\n");
+                  "       rectrain data convert INPUT... --to cache|tsv|parquet --out PATH [--config CONFIG | schema flags]\n");
       return rest.empty() ? 2 : 0;
     }
     if (rest[0] == "gen") return RunDataGen(std::vector<std::string>(rest.begin() + 1, rest.end()));

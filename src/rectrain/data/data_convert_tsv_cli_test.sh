@@ -80,9 +80,9 @@ expect_error() {  # expect_error MESSAGE ARGS...
 }
 expect_error "cannot create no/dir/x.tsv.tmp." data convert tr.tsv --to tsv --out no/dir/x.tsv
 [ ! -e no ] || fail "a failed convert left files"
-expect_error "--to is required: --to cache or --to tsv" data convert tr.tsv --out x.tsv
-expect_error "--to csv is not supported; use --to cache or --to tsv" data convert tr.tsv --to csv --out x.tsv
-expect_error "--codec and --block-rows apply to --to cache, not --to tsv" data convert tr.tsv --to tsv --codec zstd --out x.tsv
+expect_error "--to is required: --to cache, tsv or parquet" data convert tr.tsv --out x.tsv
+expect_error "--to csv is not supported; use --to cache, tsv or parquet" data convert tr.tsv --to csv --out x.tsv
+expect_error "--codec and --block-rows apply to --to cache or parquet, not --to tsv" data convert tr.tsv --to tsv --codec zstd --out x.tsv
 expect_error "--out PATH is required" data convert tr.tsv --to tsv
 printf 'label\tage\tgenres\tuser\tgroup\n1\t3\tnot-an-id\t0000000000000001\t0000000000000001\n' > bad.tsv
 expect_error "bad.tsv:2:5: field genres: expected an id of 16 hex digits (features.transforms step hex_id), got \"not-an-id\"" \

@@ -110,12 +110,7 @@ std::vector<RawColumn> PlanRawColumns(ParsePlan* plan, const io::parquet::Parque
         continue;
       }
       c.kind = RawKind::kTyped;
-      c.source.name = c.name;
-      c.source.type = s->physical_type == PhysicalType::kFixedLenByteArray ? PhysicalType::kByteArray : s->physical_type;
-      c.source.utf8 = s->logical_type == io::parquet::LogicalType::kString;
-      c.source.optional = s->optional;
-      c.source.is_list = s->is_list;
-      c.source.element_optional = s->element_optional;
+      c.source = io::parquet::WriteColumnLike(*s);
       // INTEGER(32/64, signed) on INT32/INT64 says nothing more than the physical type.
       const bool plain_int = s->logical_type == io::parquet::LogicalType::kInteger && s->int_signed &&
                              s->int_bit_width == (s->physical_type == PhysicalType::kInt32 ? 32 : 64);

@@ -88,6 +88,17 @@ ValueKind ValueKindOf(PhysicalType type) {
   }
 }
 
+WriteColumn WriteColumnLike(const ColumnSchema& s) {
+  WriteColumn c;
+  c.name = s.name;
+  c.type = s.physical_type == PhysicalType::kFixedLenByteArray ? PhysicalType::kByteArray : s.physical_type;
+  c.utf8 = s.logical_type == LogicalType::kString;
+  c.optional = s.optional;
+  c.is_list = s.is_list;
+  c.element_optional = s.element_optional;
+  return c;
+}
+
 std::string_view CompressionName(Compression c) {
   switch (c) {
     case Compression::kUncompressed: return "none";

@@ -64,6 +64,11 @@ struct WriteColumn {
   bool element_optional = true;  // list only: null elements allowed
 };
 
+// The column that holds values read from a column of schema `s`: same name, nullability, list
+// shape and physical type (FIXED_LEN_BYTE_ARRAY becomes BYTE_ARRAY), STRING kept; other logical
+// annotations are not carried over.
+WriteColumn WriteColumnLike(const ColumnSchema& s);
+
 struct ParquetWriteOptions {
   Compression compression = Compression::kZstd;
   int zstd_level = 3;

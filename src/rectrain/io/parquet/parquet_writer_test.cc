@@ -21,50 +21,14 @@ namespace {
 using testing_util::FixtureDir;
 using testing_util::ReadFileBytes;
 
-// Same values, nulls and list shapes (empty validity = all present).
 void ExpectSameColumn(const ColumnData& a, const ColumnData& b, const std::string& what) {
-  ASSERT_EQ(a.kind, b.kind) << what;
-  ASSERT_EQ(a.num_rows, b.num_rows) << what;
-  ASSERT_EQ(a.is_list, b.is_list) << what;
-  ASSERT_EQ(a.num_slots(), b.num_slots()) << what;
-  if (a.is_list) {
-    ASSERT_EQ(a.list_offsets, b.list_offsets) << what;
-    for (int64_t r = 0; r < a.num_rows; ++r) ASSERT_EQ(a.IsNullList(r), b.IsNullList(r)) << what << " row " << r;
-  }
-  for (int64_t s = 0; s < a.num_slots(); ++s) {
-    ASSERT_EQ(a.IsNull(s), b.IsNull(s)) << what << " slot " << s;
-    if (a.IsNull(s)) continue;
-    const int64_t ea = a.Entry(s), eb = b.Entry(s);
-    switch (a.kind) {
-      case ValueKind::kBool: ASSERT_EQ(a.bools[ea], b.bools[eb]) << what << " slot " << s; break;
-      case ValueKind::kInt32: ASSERT_EQ(a.int32s[ea], b.int32s[eb]) << what << " slot " << s; break;
-      case ValueKind::kInt64: ASSERT_EQ(a.int64s[ea], b.int64s[eb]) << what << " slot " << s; break;
-      case ValueKind::kFloat:
-        ASSERT_EQ(std::memcmp(&a.floats[ea], &b.floats[eb], 4), 0) << what << " slot " << s;
-        break;
-      case ValueKind::kDouble:
-        ASSERT_EQ(std::memcmp(&a.doubles[ea], &b.doubles[eb], 8), 0) << what << " slot " << s;
-        break;
-      case ValueKind::kBinary: ASSERT_EQ(a.StringAt(s), b.StringAt(s)) << what << " slot " << s; break;
-    }
-  }
-}
-
-WriteColumn ColumnLike(const ColumnSchema& s) {
-  WriteColumn c;
-  c.name = s.name;
-  c.type = s.physical_type == PhysicalType::kFixedLenByteArray ? PhysicalType::kByteArray : s.physical_type;
-  c.utf8 = s.logical_type == LogicalType::kString;
-  c.optional = s.optional;
-  c.is_list = s.is_list;
-  c.element_optional = s.element_optional;
-  return c;
+  EXPECT_EQ(testing_util::ColumnDifference(a, b), "") << what;
 }
 
 // Writes every row group of `src` (same row groups) and returns the bytes.
 std::string Rewrite(const ParquetFile& src, const ParquetWriteOptions& o) {
   std::vector<WriteColumn> cols;
-  for (const ColumnSchema& s : src.schema()) cols.push_back(ColumnLike(s));
+  for (const ColumnSchema& s : src.schema()) cols.push_back(WriteColumnLike(s));
   StringSink sink;
   auto w = ParquetWriter::Create(cols, o, &sink);
   EXPECT_TRUE(w.ok()) << w.status();
