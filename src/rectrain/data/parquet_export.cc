@@ -1,11 +1,14 @@
 #include "rectrain/data/parquet_export.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
@@ -61,7 +64,21 @@ class PartWriter {
     return writer_->Append(std::move(group));
   }
 
-  Status Close() { return writer_ == nullptr ? OkStatus() : ClosePart(); }
+  Status Close() {
+    RECTRAIN_RETURN_IF_ERROR(writer_ == nullptr ? OkStatus() : ClosePart());
+    closed_ = true;
+    return OkStatus();
+  }
+
+  // A conversion that fails leaves no part behind: the parts completed so far are removed (the
+  // open one is a temporary file that its writer removes).
+  ~PartWriter() {
+    if (closed_) return;
+    for (const std::string& f : committed_) {
+      std::error_code ec;
+      std::filesystem::remove(f, ec);
+    }
+  }
 
   const std::vector<std::string>& files() const { return files_; }
   int64_t bytes() const { return bytes_; }
@@ -91,6 +108,7 @@ class PartWriter {
   Status ClosePart() {
     RECTRAIN_RETURN_IF_ERROR(writer_->Close());
     RECTRAIN_RETURN_IF_ERROR(sink_->Commit());
+    committed_.push_back(files_.back());
     bytes_ += writer_->bytes_written();
     const auto enc = writer_->data_page_encodings();
     encodings_.resize(enc.size());
@@ -110,6 +128,8 @@ class PartWriter {
   std::unique_ptr<FileSink> sink_;
   std::unique_ptr<ParquetWriter> writer_;
   std::vector<std::string> files_;
+  std::vector<std::string> committed_;
+  bool closed_ = false;
   int64_t bytes_ = 0;
   int64_t row_groups_ = 0;
   std::vector<std::vector<std::string>> encodings_;
@@ -132,12 +152,16 @@ Result<std::string> FirstLine(const io::RandomAccessFile& f) {
   return line;
 }
 
+// Reads the inputs on the calling thread and encodes on a second one: a full row group is handed
+// over (double buffering) and parsing goes on while the encoder types, encodes, compresses and
+// writes it.
 class Exporter {
  public:
   Exporter(const DataConfig& config, const ParquetExportOptions& options, std::string out)
       : config_(config), options_(options), out_(std::move(out)), parts_(out_, options.target_part_bytes, options.write) {}
 
   ~Exporter() {
+    StopEncoder();
     if (rejects_ != nullptr) std::fclose(rejects_);
   }
 
@@ -149,8 +173,15 @@ class Exporter {
   Status ReadParquet(int file);
   // A row the reader rejects: fails (strict, or past max_bad_rows) or counts it.
   Status Reject(const internal::BadRow& bad, int file, int64_t line);
-  Status RowAdded() { return raw_->rows() >= options_.row_group_rows || raw_->bytes() >= options_.row_group_bytes ? Flush() : OkStatus(); }
-  Status Flush();
+  Status RowAdded() { return raw_->rows() >= options_.row_group_rows || raw_->bytes() >= options_.row_group_bytes ? Handoff() : OkStatus(); }
+  // Hands raw_ to the encoder once it is idle; returns the encoder's first error.
+  Status Handoff();
+  // Waits until the encoder is idle; its first error.
+  Status WaitEncoder();
+  void EncoderLoop();
+  // The encoder's work: types, encodes and writes pending_.
+  Status Encode();
+  void StopEncoder();
   void FillReadBack(ParquetExportInfo* info) const;
 
   const DataConfig& config_;
@@ -164,7 +195,15 @@ class Exporter {
   ParsePlan plan_;
   std::vector<RawColumn> columns_;
   std::vector<std::string> notes_;
-  std::unique_ptr<internal::RawRowGroup> raw_;
+  std::unique_ptr<internal::RawRowGroup> raw_;  // being filled by the reading thread
+  // Encoder-thread state (pending_ and the members below it until parts_) while has_work_.
+  std::unique_ptr<internal::RawRowGroup> pending_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool has_work_ = false;  // guarded by mu_
+  bool stop_ = false;      // guarded by mu_
+  Status encode_status_;   // guarded by mu_
+  std::thread encoder_;
   std::vector<std::optional<io::parquet::PhysicalType>> types_;
   std::vector<io::parquet::WriteColumn> schema_;
   std::vector<ColumnData> typed_;
@@ -211,6 +250,7 @@ Status Exporter::Prepare() {
   plan_.filters.clear();
   plan_.downsample = false;
   raw_ = std::make_unique<internal::RawRowGroup>(&columns_);
+  pending_ = std::make_unique<internal::RawRowGroup>(&columns_);
   if (options_.target_part_bytes > 0) {
     std::error_code ec;
     std::filesystem::create_directories(out_, ec);
@@ -341,10 +381,54 @@ Status Exporter::ReadParquet(int file) {
   return OkStatus();
 }
 
-Status Exporter::Flush() {
+Status Exporter::Handoff() {
   if (raw_->rows() == 0) return OkStatus();
+  if (!encoder_.joinable()) encoder_ = std::thread([this] { EncoderLoop(); });
   rows_ += raw_->rows();
-  RECTRAIN_RETURN_IF_ERROR(raw_->Finish(options_.double_numbers, paths_, &types_, &typed_));
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !has_work_; });
+    if (!encode_status_.ok()) return encode_status_;
+    std::swap(raw_, pending_);  // pending_ was emptied by the encoder's Finish
+    has_work_ = true;
+  }
+  cv_.notify_all();
+  return OkStatus();
+}
+
+Status Exporter::WaitEncoder() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !has_work_; });
+  return encode_status_;
+}
+
+void Exporter::EncoderLoop() {
+  while (true) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return has_work_ || stop_; });
+    if (!has_work_) return;
+    const bool failed = !encode_status_.ok();
+    lock.unlock();
+    Status s = failed ? OkStatus() : Encode();
+    lock.lock();
+    if (!s.ok() && encode_status_.ok()) encode_status_ = std::move(s);
+    has_work_ = false;
+    lock.unlock();
+    cv_.notify_all();
+  }
+}
+
+void Exporter::StopEncoder() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (encoder_.joinable()) encoder_.join();
+}
+
+Status Exporter::Encode() {
+  RECTRAIN_RETURN_IF_ERROR(pending_->Finish(options_.double_numbers, paths_, &types_, &typed_));
   if (schema_.empty()) {
     schema_ = internal::WriteColumnsOf(columns_, types_);
     // A Parquet input column may be nullable in another file than the first.
@@ -385,7 +469,9 @@ Result<ParquetExportInfo> Exporter::Run() {
     Status s = format_ == "parquet" ? ReadParquet(i) : ReadText(i);
     if (!s.ok()) return s;
   }
-  RECTRAIN_RETURN_IF_ERROR(Flush());
+  RECTRAIN_RETURN_IF_ERROR(Handoff());
+  RECTRAIN_RETURN_IF_ERROR(WaitEncoder());
+  StopEncoder();
   if (rows_ == 0) {
     return InvalidArgumentError("the input has no rows (every row was rejected); nothing to write to " + out_);
   }

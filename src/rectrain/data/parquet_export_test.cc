@@ -275,6 +275,12 @@ TEST(ParquetExportTest, FirstRowGroupDecidesIntegerColumns) {
             std::string::npos)
       << r.status().ToString();
   EXPECT_FALSE(std::filesystem::exists(dir.Path("n.parquet")));
+  // With parts, the parts already complete are removed too: a failed conversion leaves nothing.
+  o.target_part_bytes = 1;
+  r = ExportParquet(c, o, dir.Path("parts"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(std::filesystem::is_empty(dir.Path("parts")));
+  o.target_part_bytes = 0;
   o.double_numbers = true;
   EXPECT_EQ(Types(RoundTrip(c, dir.Path("n.parquet"), o))[1], "x DOUBLE");
   o.double_numbers = false;

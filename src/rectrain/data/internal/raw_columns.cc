@@ -69,7 +69,9 @@ void AppendEntry(const ColumnData& src, int64_t e, ColumnData* dst) {
     case ValueKind::kDouble: Push(&dst->doubles, src.doubles[e]); break;
     case ValueKind::kBinary: {
       const std::string_view s = src.EntryString(e);
-      dst->bytes.insert(dst->bytes.end(), s.begin(), s.end());
+      const size_t at = dst->bytes.size();
+      dst->bytes.resize(at + s.size());
+      if (!s.empty()) std::memcpy(dst->bytes.data() + at, s.data(), s.size());
       dst->offsets.push_back(static_cast<int64_t>(dst->bytes.size()));
       break;
     }
@@ -90,6 +92,15 @@ void Reset(ColumnData* d, ValueKind kind, bool is_list) {
   d->is_list = is_list;
   if (kind == ValueKind::kBinary) d->offsets.push_back(0);
   if (is_list) d->list_offsets.push_back(0);
+}
+
+// Room in `d` for as much as `like` holds (row groups are about the same size: growing the
+// buffers by doubling copies them and touches fresh pages).
+void ReserveLike(ColumnData* d, const ColumnData& like) {
+  d->bytes.reserve(like.bytes.size());
+  d->offsets.reserve(like.offsets.size());
+  d->validity.reserve(std::max(like.validity.size(), like.offsets.size()));
+  d->list_offsets.reserve(like.list_offsets.size());
 }
 
 }  // namespace
@@ -140,7 +151,12 @@ RawRowGroup::RawRowGroup(const std::vector<RawColumn>* columns) : columns_(colum
 
 void RawRowGroup::AppendText(ColumnData* d, const char* begin, const char* end) {
   const bool present = begin != nullptr && end > begin;
-  if (present) d->bytes.insert(d->bytes.end(), begin, end);
+  if (present) {
+    // resize + memcpy: vector::insert with this allocator constructs byte by byte.
+    const size_t at = d->bytes.size();
+    d->bytes.resize(at + static_cast<size_t>(end - begin));
+    std::memcpy(d->bytes.data() + at, begin, static_cast<size_t>(end - begin));
+  }
   d->offsets.push_back(static_cast<int64_t>(d->bytes.size()));
   d->validity.push_back(present ? 1 : 0);
   bytes_ += (present ? end - begin : 0) + 9;
@@ -208,6 +224,7 @@ Status RawRowGroup::Finish(bool double_numbers, const std::vector<std::string>& 
       DropAllValid(&in);
       std::swap(in, o);
       Reset(&in, o.kind, o.is_list);
+      ReserveLike(&in, o);
       continue;
     }
     const int64_t rows = in.num_rows;
@@ -258,7 +275,9 @@ Status RawRowGroup::Finish(bool double_numbers, const std::vector<std::string>& 
       }
     }
     DropAllValid(&o);
+    const size_t text_bytes = in.bytes.size();
     Reset(&in, ValueKind::kBinary, false);
+    in.bytes.reserve(text_bytes);
   }
   origins_.clear();
   bytes_ = 0;

@@ -206,21 +206,25 @@ void AppendLevels(const std::vector<uint32_t>& levels, int64_t begin, int64_t en
 
 // Compresses `body` and appends header + page to the chunk.
 Status EmitPage(const WriteColumn& c, const ParquetWriteOptions& o, PageHeader header, const std::string& body,
-                std::string* scratch, EncodedChunk* out) {
+                PodVector<uint8_t>* scratch, EncodedChunk* out) {
   if (static_cast<int64_t>(body.size()) > kMaxPageBytes) {
     return Bad(c, "a page of " + std::to_string(body.size()) + " bytes exceeds 2 GiB (one row too large?)");
   }
-  RECTRAIN_RETURN_IF_ERROR(Compress(CodecId(o.compression), o.zstd_level,
-                                    {reinterpret_cast<const uint8_t*>(body.data()), body.size()}, scratch));
-  if (static_cast<int64_t>(scratch->size()) > kMaxPageBytes) return Bad(c, "a compressed page exceeds 2 GiB");
+  std::string_view page = body;
+  if (o.compression != Compression::kUncompressed) {
+    RECTRAIN_RETURN_IF_ERROR(Compress(CodecId(o.compression), o.zstd_level,
+                                      {reinterpret_cast<const uint8_t*>(body.data()), body.size()}, scratch));
+    page = {reinterpret_cast<const char*>(scratch->data()), scratch->size()};
+  }
+  if (static_cast<int64_t>(page.size()) > kMaxPageBytes) return Bad(c, "a compressed page exceeds 2 GiB");
   header.uncompressed_page_size = static_cast<int32_t>(body.size());
-  header.compressed_page_size = static_cast<int32_t>(scratch->size());
+  header.compressed_page_size = static_cast<int32_t>(page.size());
   const size_t header_at = out->bytes.size();
   ThriftWriter w(&out->bytes);
   WritePageHeader(header, w);
   out->meta.total_uncompressed_size += static_cast<int64_t>(out->bytes.size() - header_at + body.size());
-  out->meta.total_compressed_size += static_cast<int64_t>(out->bytes.size() - header_at + scratch->size());
-  out->bytes += *scratch;
+  out->meta.total_compressed_size += static_cast<int64_t>(out->bytes.size() - header_at + page.size());
+  out->bytes.append(page.data(), page.size());
   return OkStatus();
 }
 
@@ -407,7 +411,7 @@ class ChunkEncoder {
   Dictionary<V> dict_;
   std::vector<uint32_t> indices_;
   int bit_width_ = 0;
-  std::string scratch_;
+  PodVector<uint8_t> scratch_;
 };
 
 // Booleans: PLAIN only (bit-packed), pages at row boundaries.
@@ -415,7 +419,8 @@ Status EncodeBooleans(const WriteColumn& c, const ParquetWriteOptions& o, const 
                       EncodedChunk* out) {
   const int16_t max_def = MaxDefinitionLevel(c), max_rep = MaxRepetitionLevel(c);
   out->meta.data_page_offset = 0;
-  std::string body, scratch;
+  std::string body;
+  PodVector<uint8_t> scratch;
   const int64_t rows = d.num_rows;
   int64_t trues = 0, falses = 0;
   for (int64_t r0 = 0; r0 < rows;) {

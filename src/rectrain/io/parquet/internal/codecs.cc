@@ -186,15 +186,13 @@ Status Decompress(int32_t codec, std::span<const uint8_t> in, std::span<uint8_t>
   }
 }
 
-Status Compress(int32_t codec, int zstd_level, std::span<const uint8_t> in, std::string* out) {
+Status Compress(int32_t codec, int zstd_level, std::span<const uint8_t> in, PodVector<uint8_t>* out) {
   switch (codec) {
-    case kUncompressed:
-      out->assign(reinterpret_cast<const char*>(in.data()), in.size());
-      return OkStatus();
     case kSnappy: {
       size_t n = snappy_max_compressed_length(in.size());
       out->resize(n);
-      if (snappy_compress(reinterpret_cast<const char*>(in.data()), in.size(), out->data(), &n) != SNAPPY_OK) {
+      if (snappy_compress(reinterpret_cast<const char*>(in.data()), in.size(), reinterpret_cast<char*>(out->data()),
+                          &n) != SNAPPY_OK) {
         return InternalError("snappy_compress failed on " + std::to_string(in.size()) + " bytes");
       }
       out->resize(n);

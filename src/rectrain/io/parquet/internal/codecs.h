@@ -12,6 +12,7 @@
 #include <string>
 
 #include "rectrain/base/status.h"
+#include "rectrain/io/parquet/parquet_file.h"
 
 namespace rectrain::io::parquet::internal {
 
@@ -24,8 +25,10 @@ int64_t MaxExpansion(int32_t codec, int64_t compressed_bytes);
 
 Status Decompress(int32_t codec, std::span<const uint8_t> in, std::span<uint8_t> out);
 
-// Replaces *out with `in` compressed by `codec` (UNCOMPRESSED, SNAPPY or ZSTD at `zstd_level`);
-// Decompress inverts it. InvalidArgument for another codec; Internal if the library fails.
-Status Compress(int32_t codec, int zstd_level, std::span<const uint8_t> in, std::string* out);
+// Replaces *out with `in` compressed by `codec` (SNAPPY or ZSTD at `zstd_level`); Decompress
+// inverts it. *out is not zero-filled first (pages are compressed into one reused buffer).
+// InvalidArgument for another codec (UNCOMPRESSED pages need no call); Internal if the library
+// fails.
+Status Compress(int32_t codec, int zstd_level, std::span<const uint8_t> in, PodVector<uint8_t>* out);
 
 }  // namespace rectrain::io::parquet::internal
