@@ -18,20 +18,10 @@ bin=$1
 src=$2
 npm_dir=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
-if ! command -v npm > /dev/null 2>&1 || ! command -v node > /dev/null 2>&1; then
-  echo "SKIP: npm/node not found (scripts/install_deps.sh installs them); DuckDB cannot check the writer"
-  exit 77
-fi
-fixtures=$src/tests/parquet_fixtures
-mkdir -p "$npm_dir"
-# installed.lock: the lock file of the last successful `npm ci` there.
-if ! cmp -s "$fixtures/package-lock.json" "$npm_dir/installed.lock"; then
-  rm -f "$npm_dir/installed.lock"
-  cp "$fixtures/package.json" "$fixtures/package-lock.json" "$npm_dir/"
-  (cd "$npm_dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in $npm_dir (needs the npm registry)"
-  cp "$fixtures/package-lock.json" "$npm_dir/installed.lock"
-fi
-cp "$fixtures/check_rectrain_writer.mjs" "$npm_dir/"
+rc=0
+sh "$src/tests/parquet_fixtures/npm_install.sh" "$npm_dir" || rc=$?
+[ "$rc" -ne 77 ] || { echo "SKIP: npm/node not found (scripts/install_deps.sh installs them)"; exit 77; }
+[ "$rc" -eq 0 ] || fail "npm ci (above)"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -61,7 +51,7 @@ convert r.csv --to parquet --out r.parquet --format csv --header --dense age,sco
 printf '1 1:0.5 7:1 9:1\n-1 3:1 007:1\n+1 2:4 4:1\n0\n1 1:-3 2:0 12:1 5:1\n' > s.svm
 convert s.svm --to parquet --out s.parquet --format libsvm --dense 1,2
 
-cp "$fixtures/duckdb_snappy_v1.parquet" .
+cp "$src/tests/parquet_fixtures/duckdb_snappy_v1.parquet" .
 convert duckdb_snappy_v1.parquet --to parquet --out fx.parquet --format parquet --dense i32,f32,f64 \
   --sparse i64,c_low,seq,tags --codec snappy
 

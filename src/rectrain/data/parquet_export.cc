@@ -171,6 +171,8 @@ class Exporter {
   Status Prepare();
   Status ReadText(int file);
   Status ReadParquet(int file);
+  // Compaction without a config: every row of every row group, nothing to validate.
+  Status CopyRowGroups(int file, const ParquetFile& pq, const std::vector<int>& leaves);
   // A row the reader rejects: fails (strict, or past max_bad_rows) or counts it.
   Status Reject(const internal::BadRow& bad, int file, int64_t line);
   Status RowAdded() { return raw_->rows() >= options_.row_group_rows || raw_->bytes() >= options_.row_group_bytes ? Handoff() : OkStatus(); }
@@ -193,6 +195,8 @@ class Exporter {
   std::vector<bool> list_columns_;
   std::string header_line_;
   ParsePlan plan_;
+  // Parquet input without declared features: the columns are copied as they are (no plan).
+  bool copy_only_ = false;
   std::vector<RawColumn> columns_;
   std::vector<std::string> notes_;
   std::unique_ptr<internal::RawRowGroup> raw_;  // being filled by the reading thread
@@ -241,14 +245,20 @@ Status Exporter::Prepare() {
     const char delim = format_ == "tsv" ? '\t' : (c.schema.delimiter == '\t' ? ',' : c.schema.delimiter);
     header_columns_ = internal::SplitHeader(header_line_, delim, true);
   }
-  Result<ParsePlan> plan = internal::BuildPlan(c, header_columns_, list_columns_);
-  if (!plan.ok()) return plan.status().WithContext(header || first_parquet_ ? "schema of " + paths_[0] : "the config");
-  plan_ = std::move(plan).value();
-  columns_ = internal::PlanRawColumns(&plan_, first_parquet_.get(), &notes_);
-  // Filters and downsampling apply when the Parquet files are read, not here (their columns are
-  // written as they are).
-  plan_.filters.clear();
-  plan_.downsample = false;
+  copy_only_ = format_ == "parquet" && c.schema.dense.empty() && c.schema.sparse.empty();
+  if (copy_only_) {
+    columns_ = internal::ParquetRawColumns(*first_parquet_, header_columns_, &notes_);
+    if (columns_.empty()) return InvalidArgumentError(paths_[0] + " has no column the Parquet writer can hold");
+  } else {
+    Result<ParsePlan> plan = internal::BuildPlan(c, header_columns_, list_columns_);
+    if (!plan.ok()) return plan.status().WithContext(header || first_parquet_ ? "schema of " + paths_[0] : "the config");
+    plan_ = std::move(plan).value();
+    columns_ = internal::PlanRawColumns(&plan_, first_parquet_.get(), &notes_);
+    // Filters and downsampling apply when the Parquet files are read, not here (their columns are
+    // written as they are).
+    plan_.filters.clear();
+    plan_.downsample = false;
+  }
   raw_ = std::make_unique<internal::RawRowGroup>(&columns_);
   pending_ = std::make_unique<internal::RawRowGroup>(&columns_);
   if (options_.target_part_bytes > 0) {
@@ -351,7 +361,19 @@ Status Exporter::ReadParquet(int file) {
   }
   if (pq->num_rows() == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
   input_bytes_ += pq->file_size();
-  RECTRAIN_ASSIGN_OR_RETURN(std::vector<int> leaves, internal::MapParquetColumns(plan_, *pq));
+  std::vector<int> leaves;  // per slot
+  if (copy_only_) {
+    for (const RawColumn& c : columns_) {
+      const Result<int> leaf = pq->FindColumn(c.name);
+      if (!leaf.ok()) {
+        return InvalidArgumentError(path + " has no column \"" + c.name + "\" (" + paths_[0] +
+                                    " has it; every file must have the columns of the first)");
+      }
+      leaves.push_back(*leaf);
+    }
+  } else {
+    RECTRAIN_ASSIGN_OR_RETURN(leaves, internal::MapParquetColumns(plan_, *pq));
+  }
   for (const RawColumn& c : columns_) {
     const io::parquet::ColumnSchema& s = pq->schema()[leaves[c.slot]];
     const io::parquet::PhysicalType t =
@@ -362,6 +384,7 @@ Status Exporter::ReadParquet(int file) {
                                   "; every file must give a column one type");
     }
   }
+  if (copy_only_) return CopyRowGroups(file, *pq, leaves);
   internal::RowGroupDecoder decoder(&plan_);
   internal::RowBlock block;
   int64_t before = 0;
@@ -374,6 +397,30 @@ Status Exporter::ReadParquet(int file) {
     for (int64_t k = 0; k < block.rows; ++k) {
       const int64_t row = block.rel_line[k] - 1;
       raw_->AddParquet(decoder.columns(), row, RowOrigin{file, before + row + 1});
+      RECTRAIN_RETURN_IF_ERROR(RowAdded());
+    }
+    before += rows;
+  }
+  return OkStatus();
+}
+
+Status Exporter::CopyRowGroups(int file, const ParquetFile& pq, const std::vector<int>& leaves) {
+  io::parquet::ColumnChunkReader reader(&pq);
+  std::vector<ColumnData> data(columns_.size());
+  int64_t before = 0;
+  for (int rg = 0; rg < pq.num_row_groups(); ++rg) {
+    const int64_t rows = pq.row_group_num_rows(rg);
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      RECTRAIN_RETURN_IF_ERROR(reader.Read(rg, leaves[i], &data[i]));
+      if (data[i].num_rows != rows) {
+        return DataLossError(paths_[file] + ": column '" + columns_[i].name + "' (row group " + std::to_string(rg) +
+                             ") has " + std::to_string(data[i].num_rows) + " rows, the row group " + std::to_string(rows));
+      }
+    }
+    for (int64_t row = 0; row < rows;) {
+      const int64_t n = std::max<int64_t>(1, std::min(rows - row, options_.row_group_rows - raw_->rows()));
+      raw_->AddParquetRows(data, row, row + n, RowOrigin{file, before + row + 1});
+      row += n;
       RECTRAIN_RETURN_IF_ERROR(RowAdded());
     }
     before += rows;
@@ -438,15 +485,6 @@ Status Exporter::Encode() {
 }
 
 void Exporter::FillReadBack(ParquetExportInfo* info) const {
-  DataConfig& d = info->read_back;
-  d = config_;
-  d.files = options_.target_part_bytes > 0 ? std::vector<std::string>{out_ + "/part-*.parquet"} : info->files;
-  d.schema = SchemaConfig{};
-  d.schema.format = "parquet";
-  d.schema.label = plan_.columns[plan_.label_column].name;
-  d.schema.dense = plan_.dense_names;
-  d.schema.sparse = plan_.sparse_names;
-  if (plan_.has_group) d.schema.group_key = plan_.columns[plan_.group_column].name;
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (const char ch : s) q += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
@@ -457,9 +495,23 @@ void Exporter::FillReadBack(ParquetExportInfo* info) const {
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + quote(v[i]);
     return s + "]";
   };
-  info->yaml = "data:\n  train: " + quote(d.files[0]) + "\n  format: parquet\n  label: " +
-               quote(d.schema.label) + "\n  dense: " + list(d.schema.dense) + "\n  sparse: " + list(d.schema.sparse) + "\n";
-  if (plan_.has_group) info->yaml += "  group_key: " + quote(d.schema.group_key) + "\n";
+  DataConfig& d = info->read_back;
+  d = config_;
+  d.files = options_.target_part_bytes > 0 ? std::vector<std::string>{out_ + "/part-*.parquet"} : info->files;
+  info->yaml = "data:\n  train: " + quote(d.files[0]) + "\n  format: parquet\n";
+  d.schema.format = "parquet";
+  if (copy_only_) return;  // the input's own schema reads the copy
+  d.schema = SchemaConfig{};
+  d.schema.format = "parquet";
+  d.schema.label = plan_.columns[plan_.label_column].name;
+  d.schema.dense = plan_.dense_names;
+  d.schema.sparse = plan_.sparse_names;
+  info->yaml += "  label: " + quote(d.schema.label) + "\n  dense: " + list(d.schema.dense) + "\n  sparse: " +
+                list(d.schema.sparse) + "\n";
+  if (plan_.has_group) {
+    d.schema.group_key = plan_.columns[plan_.group_column].name;
+    info->yaml += "  group_key: " + quote(d.schema.group_key) + "\n";
+  }
 }
 
 Result<ParquetExportInfo> Exporter::Run() {

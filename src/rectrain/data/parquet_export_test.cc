@@ -19,18 +19,6 @@ namespace {
 using test_util::ReadAll;
 using test_util::TempDir;
 
-std::vector<uint32_t> Bits(const std::vector<std::vector<float>>& rows) {
-  std::vector<uint32_t> out;
-  for (const auto& r : rows) {
-    for (float x : r) {
-      uint32_t u;
-      std::memcpy(&u, &x, 4);
-      out.push_back(u);
-    }
-  }
-  return out;
-}
-
 // Exports `config`'s files to `out`, reads them back with the returned config and compares the
 // batches with those of the input (in file order, and shuffled: the same rows either way).
 ParquetExportInfo RoundTrip(const DataConfig& config, const std::string& out, ParquetExportOptions o = {}) {
@@ -51,11 +39,7 @@ ParquetExportInfo RoundTrip(const DataConfig& config, const std::string& out, Pa
     if (!want.ok() || !got.ok()) return *info;
     EXPECT_EQ(info->rows, static_cast<int64_t>(want->labels.size()));
     if (shuffle) continue;  // the shuffle order depends on the units (chunks vs row groups)
-    EXPECT_EQ(got->labels, want->labels);
-    EXPECT_EQ(Bits(got->dense), Bits(want->dense));
-    EXPECT_EQ(got->lists, want->lists);
-    EXPECT_EQ(got->group, want->group);
-    EXPECT_EQ(got->batch_sizes, want->batch_sizes);
+    test_util::ExpectSameBatches(*got, *want);
   }
   return *info;
 }
@@ -225,6 +209,34 @@ TEST(ParquetExportTest, PartsOfTargetSizeKeepRowOrder) {
   EXPECT_NE(again.status().message().find("already holds " + std::to_string(info.files.size()) + " part files"),
             std::string::npos)
       << again.status().ToString();
+}
+
+TEST(ParquetExportTest, ParquetWithoutFeaturesIsCopiedAsItIs) {
+  // Compaction without a config: every column the writer can hold, every row, in order.
+  TempDir dir;
+  DataConfig c;
+  c.files = {std::string(RECTRAIN_PARQUET_FIXTURES) + "/pqwasm_*_v1.parquet"};
+  c.schema.format = "parquet";
+  c.cache = "off";
+  ParquetExportOptions o;
+  o.row_group_rows = 1000;
+  o.target_part_bytes = 100000;
+  auto info = ExportParquet(c, o, dir.Path("copy"));
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->rows, 5 * 2200);
+  EXPECT_EQ(info->yaml, "data:\n  train: \"" + dir.Path("copy") + "/part-*.parquet\"\n  format: parquet\n");
+  ASSERT_GE(info->files.size(), 2u);
+  // The same rows as the inputs, read with the fixture's features.
+  DataConfig read = c;
+  read.schema.dense = {"i32", "f32", "f64"};
+  read.schema.sparse = {"i64", "b", "c_low", "s_high", "fixed", "seq", "tags"};
+  DataConfig back = read;
+  back.files = info->read_back.files;
+  ReadOptions ro;
+  auto want = ReadAll(read, ro);
+  auto got = ReadAll(back, ro);
+  ASSERT_TRUE(want.ok() && got.ok()) << want.status().ToString() << got.status().ToString();
+  test_util::ExpectSameBatches(*got, *want);
 }
 
 TEST(ParquetExportTest, BadRowsFollowTheReadersRules) {

@@ -21,18 +21,6 @@ using test_util::ReadAll;
 using test_util::Rows;
 using test_util::TempDir;
 
-std::vector<uint32_t> Bits(const std::vector<std::vector<float>>& rows) {
-  std::vector<uint32_t> out;
-  for (const auto& r : rows) {
-    for (float x : r) {
-      uint32_t u;
-      std::memcpy(&u, &x, 4);
-      out.push_back(u);
-    }
-  }
-  return out;
-}
-
 // Exports `config`'s rows to `out`, reads them back with the returned config and compares.
 TsvExportInfo RoundTrip(const DataConfig& config, const std::string& out) {
   ReadOptions ro;
@@ -50,11 +38,7 @@ TsvExportInfo RoundTrip(const DataConfig& config, const std::string& out) {
   auto got = ReadAll(back, ro);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
   if (!got.ok()) return *info;
-  EXPECT_EQ(got->labels, want->labels);
-  EXPECT_EQ(Bits(got->dense), Bits(want->dense));
-  EXPECT_EQ(got->lists, want->lists);
-  EXPECT_EQ(got->group, want->group);
-  EXPECT_EQ(got->batch_sizes, want->batch_sizes);
+  test_util::ExpectSameBatches(*got, *want);
   return *info;
 }
 

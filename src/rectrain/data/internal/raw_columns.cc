@@ -105,38 +105,66 @@ void ReserveLike(ColumnData* d, const ColumnData& like) {
 
 }  // namespace
 
+namespace {
+
+// Column `name` of a Parquet input as a kTyped column, or nullopt (with a note) when the writer
+// cannot hold it.
+std::optional<RawColumn> TypedColumn(const io::parquet::ParquetFile& file, const std::string& name,
+                                     std::vector<std::string>* notes) {
+  const Result<int> leaf = file.FindColumn(name);
+  const io::parquet::ColumnSchema* s = leaf.ok() ? &file.schema()[*leaf] : nullptr;
+  if (s == nullptr || !s->unsupported_reason.empty()) {
+    notes->push_back(name + " (not written: " + (s ? s->unsupported_reason : std::string("not a column")) + ")");
+    return std::nullopt;
+  }
+  RawColumn c;
+  c.name = name;
+  c.is_list = s->is_list;
+  c.kind = RawKind::kTyped;
+  c.source = io::parquet::WriteColumnLike(*s);
+  // INTEGER(32/64, signed) on INT32/INT64 says nothing more than the physical type.
+  const bool plain_int = s->logical_type == io::parquet::LogicalType::kInteger && s->int_signed &&
+                         s->int_bit_width == (s->physical_type == PhysicalType::kInt32 ? 32 : 64);
+  if (s->logical_type != io::parquet::LogicalType::kNone && s->logical_type != io::parquet::LogicalType::kString &&
+      !plain_int) {
+    notes->push_back(name + " (written as plain " + std::string(PhysicalTypeName(c.source.type)) + ": its " +
+                     std::string(io::parquet::LogicalTypeName(s->logical_type)) + " annotation is not kept)");
+  }
+  return c;
+}
+
+}  // namespace
+
 std::vector<RawColumn> PlanRawColumns(ParsePlan* plan, const io::parquet::ParquetFile* parquet,
                                       std::vector<std::string>* notes) {
   const Uses uses = ColumnUses(*plan);
   std::vector<RawColumn> out;
   for (int col = 0; col < static_cast<int>(plan->columns.size()); ++col) {
     RawColumn c;
-    c.name = plan->columns[col].name;
-    c.is_list = plan->columns[col].is_list;
     if (parquet != nullptr) {
-      const Result<int> leaf = parquet->FindColumn(c.name);
-      const io::parquet::ColumnSchema* s = leaf.ok() ? &parquet->schema()[*leaf] : nullptr;
-      if (s == nullptr || !s->unsupported_reason.empty()) {
-        notes->push_back(c.name + " (not written: " + (s ? s->unsupported_reason : std::string("not a column")) + ")");
-        continue;
-      }
-      c.kind = RawKind::kTyped;
-      c.source = io::parquet::WriteColumnLike(*s);
-      // INTEGER(32/64, signed) on INT32/INT64 says nothing more than the physical type.
-      const bool plain_int = s->logical_type == io::parquet::LogicalType::kInteger && s->int_signed &&
-                             s->int_bit_width == (s->physical_type == PhysicalType::kInt32 ? 32 : 64);
-      if (s->logical_type != io::parquet::LogicalType::kNone && s->logical_type != io::parquet::LogicalType::kString &&
-          !plain_int) {
-        notes->push_back(c.name + " (written as plain " + std::string(PhysicalTypeName(c.source.type)) + ": its " +
-                         std::string(io::parquet::LogicalTypeName(s->logical_type)) + " annotation is not kept)");
-      }
-    } else if (c.is_list || uses.text[col] || (!uses.number[col] && !uses.label[col])) {
-      c.kind = RawKind::kString;
+      std::optional<RawColumn> typed = TypedColumn(*parquet, plan->columns[col].name, notes);
+      if (!typed) continue;
+      c = std::move(*typed);
     } else {
-      c.kind = uses.number[col] ? RawKind::kNumber : RawKind::kLabel;
+      c.name = plan->columns[col].name;
+      c.is_list = plan->columns[col].is_list;
+      const bool text = c.is_list || uses.text[col] || (!uses.number[col] && !uses.label[col]);
+      c.kind = text ? RawKind::kString : uses.number[col] ? RawKind::kNumber : RawKind::kLabel;
     }
     c.slot = GiveSlot(plan, col);
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<RawColumn> ParquetRawColumns(const io::parquet::ParquetFile& file, const std::vector<std::string>& names,
+                                         std::vector<std::string>* notes) {
+  std::vector<RawColumn> out;
+  for (const std::string& name : names) {
+    std::optional<RawColumn> c = TypedColumn(file, name, notes);
+    if (!c) continue;
+    c->slot = static_cast<int>(out.size());
+    out.push_back(std::move(*c));
   }
   return out;
 }
@@ -210,6 +238,44 @@ void RawRowGroup::AddParquet(const std::vector<ColumnData>& slots, int64_t row, 
     ++d.num_rows;
   }
   origins_.push_back(origin);
+}
+
+void RawRowGroup::AddParquetRows(const std::vector<ColumnData>& slots, int64_t begin, int64_t end, RowOrigin first) {
+  for (size_t i = 0; i < columns_->size(); ++i) {
+    const ColumnData& src = slots[(*columns_)[i].slot];
+    ColumnData& d = buffers_[i];
+    int64_t a = begin, b = end;  // slots
+    if (src.is_list) {
+      a = src.list_offsets[begin];
+      b = src.list_offsets[end];
+      const int64_t shift = static_cast<int64_t>(d.validity.size()) - a;
+      for (int64_t r = begin; r < end; ++r) {
+        d.list_offsets.push_back(src.list_offsets[r + 1] + shift);
+        d.list_validity.push_back(src.IsNullList(r) ? 0 : 1);
+      }
+    }
+    const size_t at = d.validity.size();
+    d.validity.resize(at + static_cast<size_t>(b - a));
+    if (src.validity.empty()) {
+      std::memset(d.validity.data() + at, 1, static_cast<size_t>(b - a));
+    } else {
+      std::memcpy(d.validity.data() + at, src.validity.data() + a, static_cast<size_t>(b - a));
+    }
+    if (src.kind == ValueKind::kBinary) {
+      const int64_t from = src.offsets[a], to = src.offsets[b];
+      const int64_t shift = static_cast<int64_t>(d.bytes.size()) - from;
+      const size_t bytes_at = d.bytes.size();
+      d.bytes.resize(bytes_at + static_cast<size_t>(to - from));
+      if (to > from) std::memcpy(d.bytes.data() + bytes_at, src.bytes.data() + from, static_cast<size_t>(to - from));
+      for (int64_t s = a; s < b; ++s) d.offsets.push_back(src.offsets[s + 1] + shift);
+      bytes_ += to - from;
+    } else {
+      for (int64_t s = a; s < b; ++s) AppendEntry(src, s, &d);
+    }
+    bytes_ += 9 * (b - a);
+    d.num_rows += end - begin;
+  }
+  for (int64_t r = begin; r < end; ++r) origins_.push_back(RowOrigin{first.file, first.line + (r - begin)});
 }
 
 Status RawRowGroup::Finish(bool double_numbers, const std::vector<std::string>& files,

@@ -44,6 +44,11 @@ struct RawColumn {
 std::vector<RawColumn> PlanRawColumns(ParsePlan* plan, const io::parquet::ParquetFile* parquet,
                                       std::vector<std::string>* skipped);
 
+// Compaction of Parquet input without a config: the columns `names` of `file` (its top-level
+// fields) that the writer can hold, as kTyped columns whose slot is their index in the result.
+std::vector<RawColumn> ParquetRawColumns(const io::parquet::ParquetFile& file, const std::vector<std::string>& names,
+                                         std::vector<std::string>* notes);
+
 // Where a buffered row came from (for messages).
 struct RowOrigin {
   int file = 0;
@@ -59,6 +64,9 @@ class RawRowGroup {
   void AddPairs(const PairFields& pairs, RowOrigin origin);
   // Row `row` of decoded chunks (ColumnData per plan slot, in either form).
   void AddParquet(const std::vector<io::parquet::ColumnData>& slots, int64_t row, RowOrigin origin);
+  // Rows [begin, end) of decoded chunks not in dictionary form, appended column by column; row
+  // begin + k came from line first.line + k of first.file.
+  void AddParquetRows(const std::vector<io::parquet::ColumnData>& slots, int64_t begin, int64_t end, RowOrigin first);
 
   int64_t rows() const { return static_cast<int64_t>(origins_.size()); }
   int64_t bytes() const { return bytes_; }  // buffered value bytes (a bound on memory)

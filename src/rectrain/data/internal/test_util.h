@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -83,6 +84,29 @@ inline Result<Rows> ReadAll(const DataConfig& config, const ReadOptions& options
   if (again) return InternalError("Next() returned a batch after the end of the pass");
   rows.stats = reader->Stats();
   return rows;
+}
+
+// The bits of every dense float, row by row (so that -0.0 vs 0.0 and NaN payloads count).
+inline std::vector<uint32_t> FloatBits(const std::vector<std::vector<float>>& rows) {
+  std::vector<uint32_t> out;
+  for (const auto& r : rows) {
+    for (float x : r) {
+      uint32_t u;
+      std::memcpy(&u, &x, 4);
+      out.push_back(u);
+    }
+  }
+  return out;
+}
+
+// The same batches bit for bit: labels, dense floats, every id of every field, group keys and
+// batch sizes.
+inline void ExpectSameBatches(const Rows& got, const Rows& want) {
+  EXPECT_EQ(got.labels, want.labels);
+  EXPECT_EQ(FloatBits(got.dense), FloatBits(want.dense));
+  EXPECT_EQ(got.lists, want.lists);
+  EXPECT_EQ(got.group, want.group);
+  EXPECT_EQ(got.batch_sizes, want.batch_sizes);
 }
 
 }  // namespace rectrain::data::test_util

@@ -35,26 +35,6 @@ std::string EncodingName(int32_t e) {
   }
 }
 
-int BitWidth(uint32_t max_value) {
-  int w = 0;
-  while (max_value) {
-    ++w;
-    max_value >>= 1;
-  }
-  return w;
-}
-
-ValueKind KindOf(PhysicalType t) {
-  switch (t) {
-    case PhysicalType::kBoolean: return ValueKind::kBool;
-    case PhysicalType::kInt32: return ValueKind::kInt32;
-    case PhysicalType::kInt64: return ValueKind::kInt64;
-    case PhysicalType::kFloat: return ValueKind::kFloat;
-    case PhysicalType::kDouble: return ValueKind::kDouble;
-    default: return ValueKind::kBinary;
-  }
-}
-
 // Bytes per slot in the typed vector for fixed-width kinds; 0 for kBinary.
 int SlotWidth(ValueKind k) {
   switch (k) {
@@ -595,7 +575,7 @@ Status DecodeLevels(std::span<const uint8_t> in, int max_level, int64_t n,
                     PodVector<uint16_t>* out, const char* what) {
   out->resize(n);
   RECTRAIN_RETURN_IF_ERROR(
-      internal::DecodeRleHybrid<uint16_t>(in, BitWidth(max_level), n, out->data()))
+      internal::DecodeRleHybrid<uint16_t>(in, internal::BitWidth(static_cast<uint64_t>(max_level)), n, out->data()))
       << "in " << what << " levels";
   uint16_t mx = 0;
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, (*out)[i]);
@@ -979,7 +959,7 @@ Status ColumnChunkReader::Read(int row_group, int column, ColumnData* out) {
   s.dict_size = 0;
   s.utf8_unchecked.clear();
   out->Clear();
-  out->kind = KindOf(col.physical_type);
+  out->kind = ValueKindOf(col.physical_type);
   out->is_list = col.is_list;
   ReserveOutput(col, meta, rg.num_rows, dictionary_form_, out);
   if (out->kind == ValueKind::kBinary) out->offsets.push_back(0);

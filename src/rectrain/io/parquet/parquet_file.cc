@@ -260,6 +260,17 @@ std::string_view LogicalTypeName(LogicalType type) {
   return "?";
 }
 
+ValueKind ValueKindOf(PhysicalType type) {
+  switch (type) {
+    case PhysicalType::kBoolean: return ValueKind::kBool;
+    case PhysicalType::kInt32: return ValueKind::kInt32;
+    case PhysicalType::kInt64: return ValueKind::kInt64;
+    case PhysicalType::kFloat: return ValueKind::kFloat;
+    case PhysicalType::kDouble: return ValueKind::kDouble;
+    default: return ValueKind::kBinary;
+  }
+}
+
 int64_t ColumnData::num_slots() const {
   return indexed ? static_cast<int64_t>(indices.size()) : num_entries();
 }

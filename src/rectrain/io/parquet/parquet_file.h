@@ -111,6 +111,9 @@ enum class ValueKind : uint8_t {
   kBinary,  // ColumnData::offsets + bytes (BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY)
 };
 
+// The kind that holds values of physical type `type` (kBinary for BYTE_ARRAY and FLBA).
+ValueKind ValueKindOf(PhysicalType type);
+
 // std::allocator that leaves elements uninitialised on resize() (value-initialisation would
 // zero-fill every buffer before the decoder overwrites it: one more pass over memory, and the
 // first touch of fresh pages is slow on our machines). Every decoder writes all the elements it

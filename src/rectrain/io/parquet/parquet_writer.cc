@@ -77,17 +77,6 @@ void AppendSchema(const WriteColumn& c, bool utf8, std::vector<internal::SchemaE
 
 }  // namespace
 
-ValueKind ValueKindOf(PhysicalType type) {
-  switch (type) {
-    case PhysicalType::kBoolean: return ValueKind::kBool;
-    case PhysicalType::kInt32: return ValueKind::kInt32;
-    case PhysicalType::kInt64: return ValueKind::kInt64;
-    case PhysicalType::kFloat: return ValueKind::kFloat;
-    case PhysicalType::kDouble: return ValueKind::kDouble;
-    default: return ValueKind::kBinary;
-  }
-}
-
 WriteColumn WriteColumnLike(const ColumnSchema& s) {
   WriteColumn c;
   c.name = s.name;

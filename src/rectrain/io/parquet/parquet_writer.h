@@ -45,9 +45,6 @@
 
 namespace rectrain::io::parquet {
 
-// The ColumnData kind that holds values of `type` (kBinary for BYTE_ARRAY and FLBA).
-ValueKind ValueKindOf(PhysicalType type);
-
 enum class Compression : uint8_t { kUncompressed, kSnappy, kZstd };
 std::string_view CompressionName(Compression c);  // "none", "snappy", "zstd"
 // "zstd" | "snappy" | "none" (or "uncompressed"); InvalidArgument listing them otherwise.
