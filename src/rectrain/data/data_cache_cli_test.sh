@@ -75,6 +75,6 @@ grep -q 'data.train: rows: 6000 is below checks.min_rows = 6001' t6.txt || { cat
 grep -q '^done: completed' t5.txt || { cat t5.txt; fail "train from .rtc done"; }
 grep -q '^data.train: reading sample cache files' t5.txt || { cat t5.txt; fail "train from .rtc log line"; }
 rc=0
-"$bin" data convert tr.tsv --to parquet --out x > bad.txt 2>&1 || rc=$?
-[ "$rc" -ne 0 ] && grep -q -- '--to parquet is not supported; use --to cache' bad.txt || fail "bad --to: $(cat bad.txt)"
+"$bin" data convert tr.tsv --to orc --out x > bad.txt 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && grep -q -- '--to orc is not supported; use --to cache, tsv or parquet' bad.txt || fail "bad --to: $(cat bad.txt)"
 echo ok
