@@ -5,12 +5,38 @@
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
 #include "rectrain/serve/export.h"
+#include "rectrain/train/trained_model.h"
 
 namespace rectrain::cli {
+namespace {
+
+// The serving model's description and parameters from a run's trained model (which must outlive
+// the source: it holds the parameters and tables).
+serve::ModelSource SourceOf(const train::TrainedModel& t, const std::string& run_dir, std::vector<optim::ParamRef>* params) {
+  serve::ModelSource src;
+  serve::Manifest& d = src.description;
+  d.model_type = t.config.config.model.type;
+  d.trained_steps = t.meta.step;
+  d.source_run = run_dir;
+  d.layout = t.layout;
+  d.dense_names = t.dense_names;
+  d.sparse_names = t.sparse_names;
+  d.task_names = t.task_names;
+  d.feature_columns = t.feature_columns;
+  d.negative_downsampling = t.config.config.data.negative_downsampling;
+  src.config_yaml = t.config_yaml;
+  *params = t.model->Params();
+  src.params = *params;
+  for (const auto& table : t.tables) src.tables.push_back(table.get());
+  return src;
+}
+
+}  // namespace
 
 int RunExport(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain export";
   serve::ExportOptions o;
+  std::string run_dir;
   std::string row_type = "fp32";
   int64_t threads = 0;
   FlagParser flags(kCmd, "RUN_DIR --out MODEL_DIR [--version N] [--min-count N] [--rows fp32|fp16|int8] [--force]",
@@ -18,7 +44,7 @@ int RunExport(const std::vector<std::string>& args) {
                    "embedding rows without optimizer state, the data layout with its frozen feature\n"
                    "statistics, the config, a manifest with checksums. Export into MODELS/N to add\n"
                    "version N to a directory that `rectrain serve MODELS` watches.");
-  flags.Positional("RUN_DIR", &o.run_dir, true, "a run directory written by rectrain train");
+  flags.Positional("RUN_DIR", &run_dir, true, "a run directory written by rectrain train");
   flags.String("out", &o.out_dir, "the model directory to create (MODELS/7: version 7)");
   flags.Int("version", &o.version, "model version (default: the directory's name when it is a number, else 1)");
   flags.Int("min-count", &o.min_count, "keep only rows updated at least N times in training (others read the OOV row)");
@@ -33,14 +59,17 @@ int RunExport(const std::vector<std::string>& args) {
   auto type = serve::ParseRowType(row_type);
   if (!type.ok()) return ReportError(kCmd, type.status().WithContext("--rows"));
   o.row_type = *type;
-  o.threads = static_cast<int>(threads);
-  auto report = serve::ExportRun(o);
+  if (Status s = serve::CheckExportOptions(o); !s.ok()) return ReportError(kCmd, s);  // before the slow load
+  auto trained = train::LoadTrainedModel(run_dir, static_cast<int>(threads));
+  if (!trained.ok()) return ReportError(kCmd, trained.status());
+  std::vector<optim::ParamRef> params;
+  auto report = serve::ExportModel(SourceOf(*trained, run_dir, &params), o);
   if (!report.ok()) return ReportError(kCmd, report.status());
   for (const std::string& dir : report->removed_stale) {
     std::fprintf(stderr, "rectrain export: removed %s, left by an export that no longer runs\n", dir.c_str());
   }
   std::printf("exported %s (%s, trained %lld steps) to %s: version %lld, %lld rows (%s)%s, %.1f MB in %.2f s\n",
-              o.run_dir.c_str(), report->manifest.model_type.c_str(), static_cast<long long>(report->manifest.trained_steps),
+              run_dir.c_str(), report->manifest.model_type.c_str(), static_cast<long long>(report->manifest.trained_steps),
               o.out_dir.c_str(), static_cast<long long>(report->manifest.version), static_cast<long long>(report->rows_kept),
               row_type.c_str(),
               report->rows_dropped > 0 ? (", " + std::to_string(report->rows_dropped) + " rows below --min-count left out").c_str() : "",

@@ -164,28 +164,17 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     return FinishCall();
   }
 
-  Status Push(std::span<const uint64_t> ids, std::span<const float> grads,
-              const optim::StepContext& step, const ComputeContext& compute) override {
+  Result<bool> PushRows(std::span<const uint64_t> ids, std::span<const float> grads, const optim::StepContext& step,
+                        const ComputeContext& compute, std::span<float> oov_grad) override {
     const int64_t n = static_cast<int64_t>(ids.size());
     if (static_cast<int64_t>(grads.size()) != n * dim_) {
       return InvalidArgumentError("embedding table '" + config_.name + "': Push got " + Str(n) +
                                   " ids but " + Str(grads.size()) +
                                   " gradient floats; expected ids × dim = " + Str(n * dim_));
     }
-    oov_grad_.assign(dim_, 0.0f);
-    bool touched = false;
-    RECTRAIN_RETURN_IF_ERROR(PushRows(ids, grads, step, compute, oov_grad_, &touched));
-    return touched ? ApplyOovGradient(oov_grad_, step) : OkStatus();
-  }
-
-  Status PushRows(std::span<const uint64_t> ids, std::span<const float> grads, const optim::StepContext& step,
-                  const ComputeContext& compute, std::span<float> oov_grad, bool* oov_touched) override {
-    const int64_t n = static_cast<int64_t>(ids.size());
-    if (static_cast<int64_t>(grads.size()) != n * dim_ || static_cast<int64_t>(oov_grad.size()) != dim_) {
-      return InvalidArgumentError("embedding table '" + config_.name + "': Push got " + Str(n) +
-                                  " ids but " + Str(grads.size()) + " gradient floats and an OOV gradient of " +
-                                  Str(oov_grad.size()) + "; expected ids × dim = " + Str(n * dim_) + " and dim = " +
-                                  Str(dim_));
+    if (static_cast<int64_t>(oov_grad.size()) != dim_) {
+      return InvalidArgumentError("embedding table '" + config_.name + "': an OOV gradient of " +
+                                  Str(oov_grad.size()) + " floats; expected dim = " + Str(dim_));
     }
     RECTRAIN_RETURN_IF_ERROR(Partition(ids));
     const ComputeContext cc{n >= kMinIdsForThreads ? compute.num_threads : 1};
@@ -194,12 +183,13 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     });
     // Non-admitted ids share the OOV row: their gradients are summed in shard order, so the
     // result does not depend on the thread count.
+    bool oov_touched = false;
     for (auto& shard : shards_) {
       if (!shard->oov_touched) continue;
-      *oov_touched = true;
+      oov_touched = true;
       for (int d = 0; d < dim_; ++d) oov_grad[d] += shard->oov_grad[d];
     }
-    return OkStatus();
+    return oov_touched;
   }
 
   Status ApplyOovGradient(std::span<const float> grad, const optim::StepContext& step) override {
@@ -570,7 +560,6 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   std::vector<int64_t> shard_begin_;
   std::vector<int64_t> cursor_;
   std::vector<Status> shard_status_;
-  std::vector<float> oov_grad_;
 
   std::atomic<int64_t> rows_{0}, bytes_{0}, admissions_{0}, evictions_{0}, lookups_{0},
       oov_lookups_{0}, pending_ids_{0}, pending_resets_{0};
@@ -802,6 +791,13 @@ Status ShardedEmbeddingTable::Load(const std::string& path, const LoadOptions& o
 }
 
 }  // namespace
+
+Status EmbeddingTable::Push(std::span<const uint64_t> ids, std::span<const float> grads,
+                            const optim::StepContext& step, const ComputeContext& compute) {
+  std::vector<float> oov_grad(static_cast<size_t>(dim()), 0.0f);
+  RECTRAIN_ASSIGN_OR_RETURN(const bool oov_touched, PushRows(ids, grads, step, compute, oov_grad));
+  return oov_touched ? ApplyOovGradient(oov_grad, step) : OkStatus();
+}
 
 Result<std::unique_ptr<EmbeddingTable>> MakeEmbeddingTable(const EmbeddingTableConfig& config) {
   const std::string where = "embedding table '" + config.name + "': ";

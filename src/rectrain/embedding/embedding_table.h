@@ -17,6 +17,10 @@
 //   4. Push(U, grads, step)                        -> sparse optimizer update in place
 // Evaluation uses Pull(..., kEval): unknown ids read the OOV row and nothing is created.
 //
+// Two interfaces: TableReader is what scoring needs (Read: rows by id, read-only), which a
+// serving model's memory-mapped table also implements; EmbeddingTable adds what training needs
+// (Pull in kTrain, Push, checkpoints).
+//
 // Thread safety: Pull and Push may not run concurrently with each other or with Save/Load on
 // the same table (the Trainer serialises steps); each call parallelises internally over shards.
 // Stats() may be called from any thread at any time (counters are atomics).
@@ -83,11 +87,31 @@ struct LoadOptions {
   bool counters = true;
 };
 
-class EmbeddingTable {
+// What scoring needs of a table: rows by id, read-only. A serving model's memory-mapped table
+// (serve/mapped_table.h) is one; every EmbeddingTable is one (Read = Pull(kEval)).
+// Thread safety: as the implementation says (EmbeddingTable: not concurrently with its writers).
+class TableReader {
  public:
-  virtual ~EmbeddingTable() = default;
+  virtual ~TableReader() = default;
   virtual const EmbeddingTableConfig& config() const = 0;
   int dim() const { return config().dim; }
+
+  // Copies the rows of `ids` into `out` (ids.size() × dim, row-major); an id without a row (or
+  // not yet admitted) reads the OOV row. Creates, counts and touches nothing but lookup stats.
+  // Errors: InvalidArgument on a size mismatch.
+  [[nodiscard]] virtual Status Read(std::span<const uint64_t> ids, std::span<float> out,
+                                    const ComputeContext& compute) = 0;
+
+  virtual TableStats Stats() const = 0;
+};
+
+// What training needs: the table that grows, trains, checkpoints and restores (see the top
+// comment for the step protocol).
+class EmbeddingTable : public TableReader {
+ public:
+  Status Read(std::span<const uint64_t> ids, std::span<float> out, const ComputeContext& compute) final {
+    return Pull(ids, PullMode::kEval, out, compute);
+  }
 
   // Copies the rows of `ids` into `out` (ids.size() × dim, row-major). `ids` should be unique
   // for kTrain (duplicates are allowed but count as separate sightings).
@@ -98,32 +122,26 @@ class EmbeddingTable {
 
   // Applies grads (ids.size() × dim) with the table's sparse optimizer. `ids` must be unique and
   // must have been pulled with kTrain since the last Push (ids not admitted update the OOV row).
-  [[nodiscard]] virtual Status Push(std::span<const uint64_t> ids, std::span<const float> grads,
-                                    const optim::StepContext& step,
-                                    const ComputeContext& compute) = 0;
+  // PushRows() followed, when it returns true, by ApplyOovGradient() of the summed OOV gradient.
+  [[nodiscard]] Status Push(std::span<const uint64_t> ids, std::span<const float> grads,
+                            const optim::StepContext& step, const ComputeContext& compute);
 
-  // Push for a table sharded over ranks, whose OOV row is replicated on every rank: the rows of
-  // admitted ids are updated, but the OOV row is not; instead the summed gradient of the ids that
-  // read it is added to `oov_grad` (dim floats) and *oov_touched set when there was one. The
-  // caller reduces those over the ranks and calls ApplyOovGradient on every rank. Push() is
-  // PushRows() followed by ApplyOovGradient() when touched.
-  [[nodiscard]] virtual Status PushRows(std::span<const uint64_t> ids, std::span<const float> grads,
-                                        const optim::StepContext& step, const ComputeContext& compute,
-                                        std::span<float> oov_grad, bool* oov_touched) = 0;
-  // One sparse-optimizer update of the OOV row with `grad` (dim floats; InvalidArgument otherwise).
+  // Push in two halves, for a table sharded over ranks whose OOV row is replicated on every
+  // rank: PushRows updates the rows of admitted ids and adds the gradients of the ids that read
+  // the OOV row to `oov_grad` (dim floats, not cleared); it returns whether there was one. The
+  // caller sums those over the ranks and calls ApplyOovGradient (one optimizer update of the OOV
+  // row) on every rank. Errors: InvalidArgument on a size mismatch.
+  [[nodiscard]] virtual Result<bool> PushRows(std::span<const uint64_t> ids, std::span<const float> grads,
+                                              const optim::StepContext& step, const ComputeContext& compute,
+                                              std::span<float> oov_grad) = 0;
   [[nodiscard]] virtual Status ApplyOovGradient(std::span<const float> grad, const optim::StepContext& step) = 0;
-
-  virtual TableStats Stats() const = 0;
 
   // The weights (no optimizer state) of every admitted row, in no particular order: fn(id,
   // update count, weights[dim]); then OovWeights(), the row unknown ids read. For exporting a
   // serving model; must not run concurrently with Pull/Push/Load.
   using RowVisitor = std::function<void(uint64_t id, uint32_t updates, std::span<const float> weights)>;
-  [[nodiscard]] virtual Status ForEachRow(const RowVisitor& fn) const {
-    (void)fn;
-    return UnimplementedError("this embedding table cannot list its rows");
-  }
-  virtual std::span<const float> OovWeights() const { return {}; }
+  [[nodiscard]] virtual Status ForEachRow(const RowVisitor& fn) const = 0;
+  virtual std::span<const float> OovWeights() const = 0;
 
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:
   // docs/formats/checkpoint-embedding.md), atomically (temp file + rename) with a checksum.

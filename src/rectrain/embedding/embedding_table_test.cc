@@ -692,9 +692,9 @@ TEST(EmbeddingTableTest, PushRowsThenOovGradientEqualsPush) {
     PullVec(*b, ids, PullMode::kTrain);
     PushVec(*a, ids, g, step);
     std::vector<float> oov(4, 0.0f);
-    bool touched = false;
-    ASSERT_TRUE(b->PushRows(ids, g, {.step = step, .learning_rate = 0.05f}, ComputeContext{1}, oov, &touched).ok());
-    EXPECT_TRUE(touched);
+    Result<bool> touched = b->PushRows(ids, g, {.step = step, .learning_rate = 0.05f}, ComputeContext{1}, oov);
+    ASSERT_TRUE(touched.ok()) << touched.status();
+    EXPECT_TRUE(*touched);
     ASSERT_TRUE(b->ApplyOovGradient(oov, {.step = step, .learning_rate = 0.05f}).ok());
   }
   const std::vector<uint64_t> probe = RandomBatch(rng, 100, 200);

@@ -357,8 +357,8 @@ Status RunServer(const ServerOptions& o, dist::Communicator& comm, ServerStats* 
         RECTRAIN_ASSIGN_OR_RETURN(std::span<const float> grads, r.Span<float>(static_cast<uint64_t>(n) * dim));
         // This server's own OOV row (each server's ids that are not admitted share it).
         oov.assign(static_cast<size_t>(dim), 0.0f);
-        bool touched = false;
-        RECTRAIN_RETURN_IF_ERROR(o.tables[static_cast<size_t>(t)]->PushRows(push_ids, grads, sparse_step, o.compute, oov, &touched));
+        RECTRAIN_ASSIGN_OR_RETURN(const bool touched,
+                                  o.tables[static_cast<size_t>(t)]->PushRows(push_ids, grads, sparse_step, o.compute, oov));
         if (touched) {
           RECTRAIN_RETURN_IF_ERROR(o.tables[static_cast<size_t>(t)]->ApplyOovGradient(oov, sparse_step));
         }

@@ -7,7 +7,8 @@
 //
 // Two stores:
 //   Local    the tables live in this process (EmbeddingTable, sharded over threads); tables are
-//            processed in parallel on the compute pool. The single-process trainer's store.
+//            processed in parallel on the compute pool. The single-process trainer's store, and
+//            (read-only, over TableReaders) a serving model's.
 //   Sharded  the rows of id x live on rank OwnerRank(x, world) of a job. One step makes one bulk
 //            exchange for all tables each way: unique ids to their owners (AllToAllV), rows back,
 //            and on Push the gradients to the owners, who sum the contributions of every rank for
@@ -101,6 +102,10 @@ class EmbeddingStore {
 // `spec` gives the field -> table mapping; `tables` are the model's tables (same order).
 std::unique_ptr<EmbeddingStore> MakeLocalStore(const nn::ModelSpec& spec,
                                                std::vector<embedding::EmbeddingTable*> tables);
+// The local store over read-only tables (a serving model's): Lookup in kEval only; kTrain and
+// Push are FailedPrecondition.
+std::unique_ptr<EmbeddingStore> MakeReadOnlyStore(const nn::ModelSpec& spec,
+                                                  std::vector<embedding::TableReader*> tables);
 // `tables` hold this rank's rows (owners.Of(id) == comm->rank(); by default every rank of the
 // job owns rows); `comm` must outlive the store. A world of 1 behaves like the local store.
 std::unique_ptr<EmbeddingStore> MakeShardedStore(const nn::ModelSpec& spec,

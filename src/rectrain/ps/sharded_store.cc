@@ -249,9 +249,8 @@ class ShardedStore final : public EmbeddingStore {
         }
         src_base += serve_counts_[static_cast<size_t>(src)];
       }
-      bool touched = false;
       std::span<float> oov(oov_.data() + oov_at[static_cast<size_t>(t)], static_cast<size_t>(dim));
-      RECTRAIN_RETURN_IF_ERROR(tables_[static_cast<size_t>(t)]->PushRows(unique, sum, step, inner, oov, &touched));
+      RECTRAIN_ASSIGN_OR_RETURN(const bool touched, tables_[static_cast<size_t>(t)]->PushRows(unique, sum, step, inner, oov));
       oov_[static_cast<size_t>(t)] = touched ? 1.0f : 0.0f;
       return OkStatus();
     };

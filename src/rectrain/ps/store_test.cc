@@ -16,7 +16,7 @@
 #include "rectrain/base/random.h"
 #include "rectrain/data/pass_plan.h"
 #include "rectrain/dist/inproc.h"
-#include "rectrain/ps/fake_table_test_util.h"
+#include "rectrain/testing/fake_table.h"
 #include "rectrain/ps/internal/batch_ids.h"
 
 namespace rectrain::ps {
@@ -91,6 +91,36 @@ TEST(LocalStore, DedupesPerTableAcrossFields) {
   EXPECT_EQ(t1.pushed_ids, (std::vector<uint64_t>{1, 4}));
   EXPECT_FLOAT_EQ(t1.pushed_grads[4], 2.5f);
   EXPECT_FLOAT_EQ(t1.pushed_lr, 0.25f);
+}
+
+// A serving model's store reads its tables (TableReader::Read) and refuses to train.
+TEST(LocalStore, ReadOnlyStoreReadsAndRefusesToTrain) {
+  nn::ModelSpec spec;
+  spec.fields = {{"a", 0, "sum"}};
+  testing::FakeTable t0("t0", 2);
+  auto ws = MakeReadOnlyStore(spec, {&t0});
+  data::Batch batch;
+  batch.size = 2;
+  batch.sparse.resize(1);
+  batch.sparse[0].ids = {7, 3};
+  ASSERT_TRUE(ws->Lookup(batch, embedding::PullMode::kEval, ComputeContext{}).ok());
+  EXPECT_EQ(t0.pulls.back(), (std::vector<uint64_t>{7, 3}));
+  EXPECT_EQ(t0.last_mode, embedding::PullMode::kEval);
+  EXPECT_FLOAT_EQ(ws->pulled()[0].rows[3], t0.Value(3, 1));
+  EXPECT_EQ(ws->Lookup(batch, embedding::PullMode::kTrain, ComputeContext{}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ws->Push(optim::StepContext{}, ComputeContext{}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(t0.pushed_ids.empty());
+}
+
+// A model without embedding tables (an MLP) trains through the local store: it has nothing to
+// look up, and nothing is read-only about that.
+TEST(LocalStore, NoTablesTrains) {
+  nn::ModelSpec spec;
+  auto ws = MakeLocalStore(spec, {});
+  data::Batch batch;
+  batch.size = 3;
+  ASSERT_TRUE(ws->Lookup(batch, embedding::PullMode::kTrain, ComputeContext{}).ok());
+  EXPECT_TRUE(ws->Push(optim::StepContext{}, ComputeContext{}).ok());
 }
 
 TEST(LocalStore, RejectsMismatchedBatch) {

@@ -12,9 +12,8 @@
 #include <limits>
 
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/io/file.h"
-#include "rectrain/train/checkpoint.h"
-#include "rectrain/train/trained_model.h"
 
 namespace rectrain::serve {
 namespace fs = std::filesystem;
@@ -81,29 +80,28 @@ std::vector<std::string> RemoveStaleExportDirs(const std::string& parent) {
   return removed;
 }
 
-Result<ExportReport> ExportRun(const ExportOptions& o) {
-  Stopwatch sw;
+Status CheckExportOptions(const ExportOptions& o) {
   std::error_code ec;
   if (o.out_dir.empty()) return InvalidArgumentError("--out DIR is required");
   if (fs::exists(o.out_dir, ec) && !o.overwrite) {
     return AlreadyExistsError(o.out_dir + " already exists (choose a new version directory, or pass --force)");
   }
   if (o.min_count < 0) return InvalidArgumentError("--min-count must be >= 0");
-  RECTRAIN_ASSIGN_OR_RETURN(train::TrainedModel t, train::LoadTrainedModel(o.run_dir, o.threads));
+  return OkStatus();
+}
+
+Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions& o) {
+  Stopwatch sw;
+  std::error_code ec;
+  RECTRAIN_RETURN_IF_ERROR(CheckExportOptions(o));
   ExportReport report;
   Manifest& m = report.manifest;
+  m = source.description;
+  m.format_version = kPackageFormatVersion;
   m.version = o.version > 0 ? o.version : VersionFromName(o.out_dir);
   m.created = UtcNow();
-  m.model_type = t.config.config.model.type;
-  m.trained_steps = t.meta.step;
-  m.source_run = o.run_dir;
   m.min_count = o.min_count;
-  m.layout = t.layout;
-  m.dense_names = t.dense_names;
-  m.sparse_names = t.sparse_names;
-  m.task_names = t.task_names;
-  m.feature_columns = t.feature_columns;
-  m.negative_downsampling = t.config.config.data.negative_downsampling;
+  m.tables.clear();
 
   // Written beside the final directory, then renamed onto it: a watcher never sees half a model.
   const fs::path out = fs::path(o.out_dir).lexically_normal();
@@ -119,10 +117,10 @@ Result<ExportReport> ExportRun(const ExportOptions& o) {
     fs::remove_all(tmp, ignored);
     return s;
   };
-  Status st = io::WriteFileAtomically(tmp + "/config.yaml", t.config_yaml);
-  if (st.ok()) st = train::WriteDenseFile(tmp + "/dense.bin", t.model->Params(), {});
+  Status st = io::WriteFileAtomically(tmp + "/config.yaml", source.config_yaml);
+  if (st.ok()) st = checkpoint::WriteDenseFile(tmp + "/dense.bin", source.params, {});
   if (!st.ok()) return cleanup(st);
-  for (const auto& table : t.tables) {
+  for (const embedding::EmbeddingTable* table : source.tables) {
     const int dim = table->dim();
     std::vector<uint64_t> ids;
     std::vector<float> weights;

@@ -14,12 +14,6 @@
 
 namespace rectrain::serve {
 
-namespace {
-Status ReadOnly(const std::string& table) {
-  return FailedPreconditionError("embedding table '" + table + "' of a serving model is read-only");
-}
-}  // namespace
-
 Result<std::unique_ptr<MappedTable>> MappedTable::Open(const std::string& path, const PackageTable& expected,
                                                        embedding::EmbeddingTableConfig config) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -89,12 +83,10 @@ uint64_t MappedTable::RowOf(uint64_t id) const {
   }
 }
 
-Status MappedTable::Pull(std::span<const uint64_t> ids, embedding::PullMode mode, std::span<float> out,
-                         const ComputeContext& compute) {
+Status MappedTable::Read(std::span<const uint64_t> ids, std::span<float> out, const ComputeContext& compute) {
   (void)compute;  // serving batches are small: one thread, no fork/join cost
-  if (mode != embedding::PullMode::kEval) return ReadOnly(config_.name);
   if (out.size() != ids.size() * static_cast<size_t>(dim_)) {
-    return InvalidArgumentError("Pull: out has " + std::to_string(out.size()) + " floats, expected " +
+    return InvalidArgumentError("Read: out has " + std::to_string(out.size()) + " floats, expected " +
                                 std::to_string(ids.size() * static_cast<size_t>(dim_)));
   }
   int64_t oov = 0;
@@ -107,18 +99,6 @@ Status MappedTable::Pull(std::span<const uint64_t> ids, embedding::PullMode mode
   oov_lookups_.fetch_add(oov, std::memory_order_relaxed);
   return OkStatus();
 }
-
-Status MappedTable::Push(std::span<const uint64_t>, std::span<const float>, const optim::StepContext&,
-                         const ComputeContext&) {
-  return ReadOnly(config_.name);
-}
-Status MappedTable::PushRows(std::span<const uint64_t>, std::span<const float>, const optim::StepContext&,
-                             const ComputeContext&, std::span<float>, bool*) {
-  return ReadOnly(config_.name);
-}
-Status MappedTable::ApplyOovGradient(std::span<const float>, const optim::StepContext&) { return ReadOnly(config_.name); }
-Status MappedTable::Save(const std::string&) const { return ReadOnly(config_.name); }
-Status MappedTable::Load(const std::string&, const embedding::LoadOptions&) { return ReadOnly(config_.name); }
 
 embedding::TableStats MappedTable::Stats() const {
   embedding::TableStats s;

@@ -4,10 +4,9 @@
 // pages. An id without a row (never trained, or left out by the export's min_count) reads the
 // OOV row, as evaluation does.
 //
-// It implements embedding::EmbeddingTable so that ps::MakeLocalStore and the model run on it
-// exactly as in `rectrain eval`: Pull(kEval) only; kTrain, Push, Save and Load fail with
-// FailedPrecondition.
-// Thread safety: Pull may run from several threads at once (the counters are atomic).
+// It is an embedding::TableReader, so that ps::MakeReadOnlyStore and the model run on it exactly
+// as `rectrain eval` runs on the trained tables (their Read is Pull(kEval)).
+// Thread safety: Read may run from several threads at once (the counters are atomic).
 #pragma once
 
 #include <atomic>
@@ -20,7 +19,7 @@
 
 namespace rectrain::serve {
 
-class MappedTable final : public embedding::EmbeddingTable {
+class MappedTable final : public embedding::TableReader {
  public:
   // Maps `path` and checks its header against `expected` (dim, row type, rows; DataLoss naming
   // the file otherwise). `config` names the table (its dim must match).
@@ -29,16 +28,8 @@ class MappedTable final : public embedding::EmbeddingTable {
   ~MappedTable() override;
 
   const embedding::EmbeddingTableConfig& config() const override { return config_; }
-  Status Pull(std::span<const uint64_t> ids, embedding::PullMode mode, std::span<float> out,
-              const ComputeContext& compute) override;
-  Status Push(std::span<const uint64_t>, std::span<const float>, const optim::StepContext&,
-              const ComputeContext&) override;
-  Status PushRows(std::span<const uint64_t>, std::span<const float>, const optim::StepContext&,
-                  const ComputeContext&, std::span<float>, bool*) override;
-  Status ApplyOovGradient(std::span<const float>, const optim::StepContext&) override;
+  Status Read(std::span<const uint64_t> ids, std::span<float> out, const ComputeContext& compute) override;
   embedding::TableStats Stats() const override;
-  Status Save(const std::string& path) const override;
-  Status Load(const std::string& path, const embedding::LoadOptions& options) override;
 
   // The stored row of `id`, or 0 (the OOV row) when it has none.
   uint64_t RowOf(uint64_t id) const;

@@ -3,7 +3,7 @@
 //   manifest.json     format version, model version, what the model reads (data layout, frozen
 //                     feature statistics), its tables, and every file's size and XXH64 checksum
 //   config.yaml       the run's resolved training config (the model and data keys)
-//   dense.bin         the dense parameters (train/checkpoint.h's dense file, no optimizer state)
+//   dense.bin         the dense parameters (checkpoint/dense_file.h, no optimizer state)
 //   tables/NAME.rows  one per embedding table: an open-addressing id index and the rows, in
 //                     fp32, fp16 or int8 (one fp32 scale per row), laid out to be memory-mapped
 // It is written into DIR.tmp-HOST-PID and renamed onto DIR when complete, so a directory of

@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
 #include "rectrain/kernels/gemm.h"
@@ -12,7 +13,6 @@
 #include "rectrain/nn/model_config.h"
 #include "rectrain/ps/embedding_store.h"
 #include "rectrain/serve/mapped_table.h"
-#include "rectrain/train/checkpoint.h"
 
 namespace rectrain::serve {
 
@@ -21,6 +21,29 @@ void AppendProbability(float p, std::string* out) {
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), p);
   out->append(buf, end);
 }
+
+namespace {
+
+// oneDNN sizes a GEMM's team from the calling thread's OpenMP setting and from nothing else, and
+// for a few rows the team size changes the bits of the result (a 1-row criteo-shape DeepFM scores
+// differently on 2 threads than on 1, which `rectrain eval` uses per row). This sets it for one
+// Predict and gives the caller's setting back, so the thread that calls keeps its own.
+class GemmThreadsScope {
+ public:
+  explicit GemmThreadsScope(int threads) : saved_(omp_get_max_threads()) {
+    if (threads != saved_) omp_set_num_threads(threads);
+  }
+  ~GemmThreadsScope() {
+    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+  }
+  GemmThreadsScope(const GemmThreadsScope&) = delete;
+  GemmThreadsScope& operator=(const GemmThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace
 
 struct Predictor::Impl {
   config::TrainConfig config;
@@ -75,7 +98,7 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const
     return InvalidArgumentError(dir + ": the model has " + std::to_string(specs.size()) + " embedding tables but the package " +
                                 std::to_string(m.tables.size()));
   }
-  std::vector<embedding::EmbeddingTable*> raw;
+  std::vector<embedding::TableReader*> raw;
   for (size_t t = 0; t < specs.size(); ++t) {
     if (specs[t].name != m.tables[t].name) {
       return InvalidArgumentError(dir + ": table " + std::to_string(t) + " is '" + m.tables[t].name + "' in the package but '" +
@@ -85,9 +108,9 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const
     raw.push_back(table.get());
     s.tables.push_back(std::move(table));
   }
-  RECTRAIN_RETURN_IF_ERROR(train::ReadDenseFile(dir + "/" + m.dense.path, s.model->Params(), {}))
+  RECTRAIN_RETURN_IF_ERROR(checkpoint::ReadDenseFile(dir + "/" + m.dense.path, s.model->Params(), {}))
       << "while loading " << dir;
-  s.store = ps::MakeLocalStore(s.model->spec(), std::move(raw));
+  s.store = ps::MakeReadOnlyStore(s.model->spec(), std::move(raw));
   for (size_t i = 0; i < m.feature_columns.size(); ++i) {
     s.all_dense = s.all_dense && m.feature_columns[i] == static_cast<int>(i);
   }
@@ -116,8 +139,7 @@ Status Predictor::Predict(const data::Batch& batch, std::vector<float>* probs) {
   // cost more than the work: 58 vs 91 us for one criteo-shape DeepFM row, model_benchmark
   // BM_DeepFmForward). Results do not depend on the thread count.
   const ComputeContext compute{.num_threads = batch.size < 16 ? 1 : s.compute.num_threads};
-  // OpenMP regions inside the kernels size their teams from the calling thread's setting.
-  omp_set_num_threads(compute.num_threads);
+  const GemmThreadsScope gemm_threads(compute.num_threads);
   RECTRAIN_RETURN_IF_ERROR(s.store->Lookup(batch, embedding::PullMode::kEval, compute));
   std::span<const float> dense = batch.dense;
   if (!s.all_dense) {

@@ -22,7 +22,10 @@
 namespace rectrain::serve {
 
 struct PredictorOptions {
-  int threads = 2;               // compute threads of Predict (batches under 16 rows use one)
+  // Compute threads of Predict (batches under 16 rows use one, the way `rectrain eval` computes
+  // each row, so the probabilities equal eval's). For its GEMMs Predict sets the calling thread's
+  // OpenMP team to that count and gives the caller's setting back when it returns.
+  int threads = 2;
   bool verify_checksums = true;  // read every file once to check its XXH64 before mapping it
   // GEMM precision: "" = the config's model.precision (as `rectrain eval` resolves it on this
   // machine, so predictions equal eval's), or "fp32" / "bf16" to override it. bf16 converts

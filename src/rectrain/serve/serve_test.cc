@@ -105,7 +105,7 @@ TEST(MappedTableTest, LooksUpEveryRowAndUnknownIdsReadTheOovRow) {
   ASSERT_TRUE(t.ok()) << t.status();
   std::vector<uint64_t> q = {ids[0], 12345, ids[4999], ids[77]};
   std::vector<float> out(q.size() * dim);
-  ASSERT_TRUE((*t)->Pull(q, embedding::PullMode::kEval, out, {}).ok());
+  ASSERT_TRUE((*t)->Read(q, out, {}).ok());
   EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 4), (std::vector<float>{0, 1, 2, 3}));
   EXPECT_EQ(std::vector<float>(out.begin() + 4, out.begin() + 8), oov);
   EXPECT_EQ(out[8], 4999.0f * dim);
@@ -114,10 +114,6 @@ TEST(MappedTableTest, LooksUpEveryRowAndUnknownIdsReadTheOovRow) {
   EXPECT_EQ((*t)->Stats().oov_lookups, 1);
   EXPECT_EQ((*t)->Stats().rows, n);
   for (int i = 0; i < n; ++i) ASSERT_EQ((*t)->RowOf(ids[i]), static_cast<uint64_t>(i + 1));
-  // Read-only.
-  EXPECT_EQ((*t)->Pull(q, embedding::PullMode::kTrain, out, {}).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ((*t)->Push(q, out, {}, {}).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ((*t)->Save(dir.Path("x")).code(), StatusCode::kFailedPrecondition);
   // Duplicate ids are refused by the writer.
   std::vector<uint64_t> dup = {1, 1};
   EXPECT_EQ(WriteTableFile(dir.Path("dup.rows"), 1, RowType::kFp32, dup, std::vector<float>{1, 2}, std::vector<float>{0}).code(),

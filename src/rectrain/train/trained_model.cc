@@ -37,7 +37,7 @@ Result<TrainedModel> LoadTrainedModel(const std::string& run_dir, int threads) {
   std::unique_ptr<dist::Communicator> single = dist::Communicator::Single();
   const internal::Job job{.comm = single.get()};
   RECTRAIN_ASSIGN_OR_RETURN(internal::ModelBundle bundle, internal::BuildModel(c, t.sparse_names, t.dense_names, job));
-  RECTRAIN_ASSIGN_OR_RETURN(t.meta, ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables));
+  RECTRAIN_ASSIGN_OR_RETURN(t.meta, checkpoint::ReadCheckpoint(model_dir, bundle.params, nullptr, bundle.tables));
   t.task_names = bundle.tasks.names;
   t.feature_columns = bundle.tasks.feature_columns;
   bundle.store.reset();  // it refers to the tables, which move out

@@ -10,18 +10,18 @@
 #include <vector>
 
 #include "rectrain/base/result.h"
+#include "rectrain/checkpoint/checkpoint.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/nn/model.h"
-#include "rectrain/train/checkpoint.h"
 
 namespace rectrain::train {
 
 struct TrainedModel {
   config::LoadedConfig config;    // RUN_DIR/config.yaml
   std::string config_yaml;        // that file's text
-  CheckpointMeta meta;            // RUN_DIR/model/meta.json
+  checkpoint::CheckpointMeta meta;  // RUN_DIR/model/meta.json
   data::RowLayout layout;         // of data.train (header, feature statistics)
   std::vector<std::string> dense_names;   // the reader's dense columns
   std::vector<std::string> sparse_names;

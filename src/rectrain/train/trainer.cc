@@ -18,6 +18,7 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/checkpoint/checkpoint.h"
 #include "rectrain/data/cache.h"
 #include "rectrain/data/epoch_source.h"
 #include "rectrain/data/generator.h"
@@ -26,7 +27,6 @@
 #include "rectrain/io/file.h"
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/dist/launch.h"
-#include "rectrain/train/checkpoint.h"
 #include "rectrain/train/internal/epoch_resume.h"
 #include "rectrain/train/internal/evaluator.h"
 #include "rectrain/train/internal/job.h"
@@ -36,6 +36,12 @@
 
 namespace rectrain::train {
 namespace fs = std::filesystem;
+using checkpoint::CheckpointMeta;
+using checkpoint::ListCheckpoints;
+using checkpoint::PruneCheckpoints;
+using checkpoint::ReadCheckpoint;
+using checkpoint::ReadCheckpointMeta;
+using checkpoint::WriteCheckpoint;
 using internal::Fixed;
 using internal::FormatCount;
 using internal::FormatDuration;
@@ -410,7 +416,10 @@ Status TrainLoop::SetupLocal() {
 
   if (resume_from_) {
     RECTRAIN_ASSIGN_OR_RETURN(meta_, WithContext(ReadCheckpoint(*resume_from_, bundle_.params, optimizer_.get(),
-                                                                bundle_.tables, job_.comm, &bundle_.owners),
+                                                                bundle_.tables, job_.comm,
+                                                                [owners = bundle_.owners, rank = job_.rank()](uint64_t id) {
+                                                                  return owners.Of(id) == rank;
+                                                                }),
                                                  "while resuming from " + *resume_from_));
     if (meta_.model_type != c_.model.type) {
       return InvalidArgumentError("checkpoint " + *resume_from_ + " holds a " + meta_.model_type +

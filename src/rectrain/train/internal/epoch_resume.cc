@@ -86,7 +86,7 @@ class ReplayReader final : public data::BatchReader {
 
 }  // namespace
 
-Result<EpochStart> PlanEpochStart(const CheckpointMeta& meta, int world, int rank) {
+Result<EpochStart> PlanEpochStart(const checkpoint::CheckpointMeta& meta, int world, int rank) {
   EpochStart s;
   const std::string epoch = std::to_string(meta.epoch);
   if (meta.plan_world > 0) {  // the checkpoint was written during a replay: continue it

@@ -30,7 +30,7 @@
 #include "rectrain/base/result.h"
 #include "rectrain/data/epoch_source.h"
 #include "rectrain/data/reader.h"
-#include "rectrain/train/checkpoint.h"
+#include "rectrain/checkpoint/checkpoint.h"
 
 namespace rectrain::train::internal {
 
@@ -49,7 +49,7 @@ struct EpochStart {
 // The start of the first pass of a run resumed from `meta` (a fresh run: meta's zeros) by a job
 // whose plan has `world` streams (1: one stream of the whole pass; W: shards) and in which this
 // process reads stream `rank`. DataLoss when meta's per-rank rows do not match its world.
-Result<EpochStart> PlanEpochStart(const CheckpointMeta& meta, int world, int rank);
+Result<EpochStart> PlanEpochStart(const checkpoint::CheckpointMeta& meta, int world, int rank);
 
 // Opens stream `rank` of a plan of `world` streams of the training split (read in global
 // batches), starting after `skip` rows of pass `epoch`.

@@ -8,6 +8,8 @@
 namespace rectrain::train::internal {
 namespace {
 
+using checkpoint::CheckpointMeta;
+
 CheckpointMeta Shards(std::vector<int64_t> rank_rows) {
   CheckpointMeta m;
   m.epoch = 1;

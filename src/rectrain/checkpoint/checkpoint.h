@@ -1,5 +1,5 @@
-// rectrain/train/checkpoint.h: saving and restoring the complete training state (format:
-// docs/formats/checkpoint.md).
+// rectrain/checkpoint/checkpoint.h: saving and restoring the complete training state (format:
+// docs/formats/checkpoint.md). The dense file is dense_file.h's.
 //
 // A checkpoint is a directory:
 //   meta.json          step, epoch, rows consumed in the epoch, early-stopping state, config hash
@@ -8,9 +8,9 @@
 //                      ranks writes tables/<name>.part-<r>-of-<W>.bin instead, each rank the
 //                      rows it owns, all in parallel
 // Rows are stored by id, so a checkpoint reloads into any number of ranks: every rank reads
-// every part and keeps the ids it owns (ps::OwnerRank). In a job the run directory must be on a
-// filesystem every rank sees (NFS, Lustre, ...); rank 0 writes meta.json and dense.bin (the
-// dense parameters are identical everywhere).
+// every part and keeps the ids it holds (`keep`: ps::OwnerRank in a job). In a job the run
+// directory must be on a filesystem every rank sees (NFS, Lustre, ...); rank 0 writes meta.json
+// and dense.bin (the dense parameters are identical everywhere).
 // It is written into "<dir>.tmp" and renamed onto <dir> only when complete, so a crash never
 // leaves a half-written checkpoint under its final name. The final model (RUN_DIR/model/) has
 // the same layout.
@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -31,9 +32,8 @@
 #include "rectrain/dist/communicator.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/optim/optimizer.h"
-#include "rectrain/ps/embedding_store.h"
 
-namespace rectrain::train {
+namespace rectrain::checkpoint {
 
 inline constexpr int kCheckpointVersion = 1;
 
@@ -67,16 +67,6 @@ struct CheckpointMeta {
   std::vector<int64_t> plan_rows;
 };
 
-// dense.bin: params (names and sizes must match on read) then optimizer state spans.
-[[nodiscard]] Status WriteDenseFile(const std::string& path,
-                                    std::span<const optim::ParamRef> params,
-                                    std::span<const std::span<float>> optimizer_state);
-// Fills params (and the optimizer state unless `optimizer_state` is empty). Errors: NotFound;
-// DataLoss (bad magic, checksum mismatch, truncation); InvalidArgument (a parameter's name or
-// size differs from the model's, naming both).
-[[nodiscard]] Status ReadDenseFile(const std::string& path, std::span<const optim::ParamRef> params,
-                                   std::span<const std::span<float>> optimizer_state);
-
 // Writes a checkpoint directory atomically (see top comment), replacing an existing `dir`.
 // `optimizer` may be null, which writes an empty optimizer state. `comm` (null: one process)
 // makes every rank of the job call it together: each writes its table parts, and the directory
@@ -92,13 +82,15 @@ Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
 
 // Restores params, the optimizer state (skipped when `optimizer` is null) and every table.
 // The table names must match meta.tables (InvalidArgument otherwise). With `comm` of world > 1
-// each rank loads the rows it owns from every part (whatever number of ranks wrote them):
-// `owners.Of(id) == rank`, every rank of the job by default (an async job: its servers).
+// each rank loads, from every part (whatever number of ranks wrote them), the rows of the ids
+// for which `keep(id)` is true: the ids it owns (ps::Owners::Of(id) == rank); `keep` is required
+// then (InvalidArgument without it).
 Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
                                       std::span<const optim::ParamRef> params,
                                       optim::Optimizer* optimizer,
                                       std::span<embedding::EmbeddingTable* const> tables,
-                                      dist::Communicator* comm = nullptr, const ps::Owners* owners = nullptr);
+                                      dist::Communicator* comm = nullptr,
+                                      const std::function<bool(uint64_t id)>& keep = {});
 
 // Complete checkpoints ("step-<N>" directories with a meta.json) under `checkpoints_dir`,
 // sorted by N ascending. A missing directory is an empty list.
@@ -107,4 +99,4 @@ std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& 
 // Removes all but the newest `keep` checkpoints (and leftover "*.tmp" directories).
 [[nodiscard]] Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep);
 
-}  // namespace rectrain::train
+}  // namespace rectrain::checkpoint

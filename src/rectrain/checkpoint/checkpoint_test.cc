@@ -1,13 +1,14 @@
-#include "rectrain/train/checkpoint.h"
+#include "rectrain/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "rectrain/ps/fake_table_test_util.h"
+#include "rectrain/checkpoint/dense_file.h"
+#include "rectrain/testing/fake_table.h"
 
-namespace rectrain::train {
+namespace rectrain::checkpoint {
 namespace {
 namespace fs = std::filesystem;
 
@@ -68,7 +69,7 @@ TEST_F(CheckpointTest, DenseErrors) {
 }
 
 TEST_F(CheckpointTest, WriteReadListPrune) {
-  ps::testing::FakeTable t0("C1", 2), t1("C2", 2);
+  rectrain::testing::FakeTable t0("C1", 2), t1("C2", 2);
   std::vector<embedding::EmbeddingTable*> tables = {&t0, &t1};
   CheckpointMeta meta;
   meta.step = 10;
@@ -106,11 +107,11 @@ TEST_F(CheckpointTest, WriteReadListPrune) {
   EXPECT_EQ(w_, (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(t0.saved_value, 40);
 
-  ps::testing::FakeTable other("C9", 2);
+  rectrain::testing::FakeTable other("C9", 2);
   std::vector<embedding::EmbeddingTable*> wrong = {&t0, &other};
   EXPECT_EQ(ReadCheckpoint(all.back().second, params_, nullptr, wrong).status().message(),
             all.back().second + ": checkpoint table 1 is 'C2', the model's is 'C9'");
 }
 
 }  // namespace
-}  // namespace rectrain::train
+}  // namespace rectrain::checkpoint

@@ -1,14 +1,16 @@
-// rectrain/ps/fake_table_test_util.h: test-only EmbeddingTable whose rows are a pure function
-// of the id, recording what was pushed. Used by the store tests and checkpoint_test.
+// rectrain/testing/fake_table.h: test-only EmbeddingTable whose rows are a pure function of the
+// id (Value(id, d)), recording what was pulled and pushed; Save/Load write a line of text with
+// `saved_value`. Used by the store tests (ps/) and the checkpoint tests (checkpoint/).
+// Thread safety: none (a test's object).
 #pragma once
 
 #include <fstream>
-#include <map>
+#include <string>
 #include <vector>
 
 #include "rectrain/embedding/embedding_table.h"
 
-namespace rectrain::ps::testing {
+namespace rectrain::testing {
 
 class FakeTable : public embedding::EmbeddingTable {
  public:
@@ -27,19 +29,17 @@ class FakeTable : public embedding::EmbeddingTable {
     last_mode = mode;
     return OkStatus();
   }
-  Status Push(std::span<const uint64_t> ids, std::span<const float> grads,
-              const optim::StepContext& step, const ComputeContext&) override {
+  Result<bool> PushRows(std::span<const uint64_t> ids, std::span<const float> grads, const optim::StepContext& step,
+                        const ComputeContext&, std::span<float>) override {
     pushed_ids.assign(ids.begin(), ids.end());
     pushed_grads.assign(grads.begin(), grads.end());
     pushed_lr = step.learning_rate;
-    return OkStatus();
-  }
-  Status PushRows(std::span<const uint64_t> ids, std::span<const float> grads, const optim::StepContext& step,
-                  const ComputeContext& compute, std::span<float>, bool*) override {
-    return Push(ids, grads, step, compute);
+    return false;
   }
   Status ApplyOovGradient(std::span<const float>, const optim::StepContext&) override { return OkStatus(); }
   embedding::TableStats Stats() const override { return {}; }
+  Status ForEachRow(const RowVisitor&) const override { return OkStatus(); }
+  std::span<const float> OovWeights() const override { return {}; }
   Status Save(const std::string& path) const override {
     std::ofstream out(path);
     out << config_.name << " " << saved_value;
@@ -65,4 +65,4 @@ class FakeTable : public embedding::EmbeddingTable {
   embedding::EmbeddingTableConfig config_;
 };
 
-}  // namespace rectrain::ps::testing
+}  // namespace rectrain::testing
