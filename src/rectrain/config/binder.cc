@@ -1,5 +1,6 @@
 #include "rectrain/config/binder.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace rectrain::config {
@@ -56,62 +59,233 @@ std::string Where(const std::string& source, const YAML::Mark& mark) {
   return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
-// Converts a yaml-cpp tree. Duplicate keys are errors (yaml-cpp keeps the first silently).
-void Convert(const YAML::Node& in, const std::string& source, const std::string& path,
-             Node* out, std::vector<std::string>* errors) {
-  out->where = Where(source, in.Mark());
-  switch (in.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      out->kind = Node::Kind::kNull;
-      return;
-    case YAML::NodeType::Scalar:
-      out->kind = Node::Kind::kScalar;
-      out->scalar = in.Scalar();
-      out->quoted = in.Tag() == "!";
-      return;
-    case YAML::NodeType::Sequence:
-      out->kind = Node::Kind::kList;
-      for (const auto& item : in) {
-        out->list.emplace_back();
-        Convert(item, source, path, &out->list.back(), errors);
-      }
-      return;
-    case YAML::NodeType::Map:
-      out->kind = Node::Kind::kMap;
-      for (const auto& kv : in) {
-        std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<complex key>");
-        std::string full = path.empty() ? key : path + "." + key;
-        if (out->Find(key) != nullptr) {
-          errors->push_back(full + ": duplicate key (" + Where(source, kv.first.Mark()) + ")");
-          continue;
-        }
-        Node child;
-        Convert(kv.second, source, full, &child, errors);
-        // A map key's own mark points at the key, which reads better for unknown-key errors.
-        child.where = Where(source, kv.first.Mark());
-        out->map.emplace_back(std::move(key), std::move(child));
-      }
-      return;
-  }
+// The first kMaxReportedErrors lines joined by `separator`, then how many more there are.
+std::string JoinErrors(const std::vector<std::string>& errors, const char* separator) {
+  std::string msg;
+  const size_t shown = std::min<size_t>(errors.size(), kMaxReportedErrors);
+  for (size_t i = 0; i < shown; ++i) msg += (i > 0 ? separator : "") + errors[i];
+  if (errors.size() > shown) msg += separator + std::string("... and ") + std::to_string(errors.size() - shown) + " more";
+  return msg;
 }
 
-Result<Node> ParseYaml(std::string_view text, const std::string& source) {
-  YAML::Node root;
+// Builds our tree from yaml-cpp's parse events for one document, within the limits of
+// binder.h. yaml-cpp's Node shares an aliased node; our tree copies it, so the copy is where an
+// alias bomb would blow up: every anchored value keeps its size and height, and an alias that
+// would pass a limit is refused before anything is copied. Once a limit is passed the builder
+// ignores the rest of the events (the parser still reads the rest of the bounded text). Errors
+// are collected, never thrown through the parser.
+class TreeBuilder : public YAML::EventHandler {
+ public:
+  explicit TreeBuilder(const std::string& source) : source_(source) {}
+
+  // The document after the parser returned: the limit passed, or every duplicate key, or it.
+  Result<Node> Take() {
+    if (!limit_error_.empty()) return InvalidArgumentError(limit_error_);
+    if (!errors_.empty()) return InvalidArgumentError(JoinErrors(errors_, "\n  "));
+    return std::move(root_);
+  }
+  const YAML::Mark& document_mark() const { return document_mark_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { document_mark_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Leaf(mark, anchor, Node{}); }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    Node node;
+    node.kind = Node::Kind::kScalar;
+    node.scalar = value;
+    node.quoted = tag == "!";  // yaml-cpp tags every quoted scalar "!": always a string
+    Leaf(mark, anchor, std::move(node));
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    auto it = anchors_.find(anchor);
+    if (!limit_error_.empty() || it == anchors_.end()) return;
+    if (!Charge(mark, it->second.values, it->second.height)) return;
+    Place(mark, Node(it->second.node), it->second.values, it->second.height);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor, Node::Kind::kList);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor, Node::Kind::kMap);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Anchored {
+    Node node;
+    int64_t values = 0;
+    int height = 0;
+  };
+  struct Frame {
+    Node node;
+    YAML::Mark mark;
+    YAML::anchor_t anchor = 0;
+    int64_t values = 1;  // this container and everything in it
+    int height = 1;
+    std::string path;      // dotted path of this container (duplicate-key errors)
+    bool has_key = false;  // a map's key has been read; its value comes next
+    std::string key;
+    YAML::Mark key_mark;
+    std::unordered_set<std::string> keys;  // Node::Find is linear: a wide map would be quadratic
+  };
+
+  // Counts `values` more values `height` deep below the open containers; false (and the error
+  // recorded) when that passes a limit.
+  bool Charge(const YAML::Mark& mark, int64_t values, int height) {
+    if (static_cast<int64_t>(stack_.size()) + height > kMaxConfigDepth) {
+      limit_error_ = Where(source_, mark) + ": maps and lists nest more than " + std::to_string(kMaxConfigDepth) +
+                     " deep (YAML aliases expanded; the limit of a config, docs/config.md \"Limits\")";
+      return false;
+    }
+    values_ += values;
+    if (values_ > kMaxConfigValues) {
+      limit_error_ = Where(source_, mark) + ": the document holds more than " + std::to_string(kMaxConfigValues) +
+                     " values once its YAML aliases (*name) are expanded (the limit of a config; docs/config.md "
+                     "\"Limits\")";
+      return false;
+    }
+    return true;
+  }
+
+  void Remember(const YAML::Mark& mark, YAML::anchor_t anchor, const Node& node, int64_t values, int height) {
+    if (anchor == 0) return;
+    anchored_values_ += values;  // the copies kept for aliases are bounded like the tree
+    if (anchored_values_ > kMaxConfigValues) {
+      limit_error_ = Where(source_, mark) + ": the YAML anchors (&name) of the document hold more than " +
+                     std::to_string(kMaxConfigValues) + " values (the limit of a config; docs/config.md \"Limits\")";
+      return;
+    }
+    anchors_[anchor] = Anchored{node, values, height};
+  }
+
+  void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor, Node node) {
+    if (!limit_error_.empty() || !Charge(mark, 1, 1)) return;
+    node.where = Where(source_, mark);
+    Remember(mark, anchor, node, 1, 1);
+    Place(mark, std::move(node), 1, 1);
+  }
+
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor, Node::Kind kind) {
+    if (!limit_error_.empty() || !Charge(mark, 1, 1)) return;
+    Frame frame;
+    frame.node.kind = kind;
+    frame.node.where = Where(source_, mark);
+    frame.mark = mark;
+    frame.anchor = anchor;
+    if (!stack_.empty()) {
+      const Frame& parent = stack_.back();
+      frame.path = parent.node.kind == Node::Kind::kMap && parent.has_key
+                       ? (parent.path.empty() ? parent.key : parent.path + "." + parent.key)
+                       : parent.path;
+    }
+    stack_.push_back(std::move(frame));
+  }
+
+  void Close() {
+    if (!limit_error_.empty()) return;
+    Frame frame = std::move(stack_.back());
+    stack_.pop_back();
+    Remember(frame.mark, frame.anchor, frame.node, frame.values, frame.height);
+    Place(frame.mark, std::move(frame.node), frame.values, frame.height);
+  }
+
+  // Puts a finished value into the open container (a list item, a map key or its value), or
+  // makes it the document.
+  void Place(const YAML::Mark& mark, Node node, int64_t values, int height) {
+    if (stack_.empty()) {
+      root_ = std::move(node);
+      return;
+    }
+    Frame& top = stack_.back();
+    top.values += values;
+    top.height = std::max(top.height, height + 1);
+    if (top.node.kind == Node::Kind::kList) {
+      top.node.list.push_back(std::move(node));
+    } else if (!top.has_key) {
+      top.has_key = true;
+      top.key = node.kind == Node::Kind::kScalar ? node.scalar : std::string("<complex key>");
+      top.key_mark = mark;
+    } else {
+      top.has_key = false;
+      if (!top.keys.insert(top.key).second) {
+        const std::string full = top.path.empty() ? top.key : top.path + "." + top.key;
+        errors_.push_back(full + ": duplicate key (" + Where(source_, top.key_mark) + ")");
+        return;
+      }
+      // A map key's own mark points at the key, which reads better for unknown-key errors.
+      node.where = Where(source_, top.key_mark);
+      top.node.map.emplace_back(std::move(top.key), std::move(node));
+    }
+  }
+
+  const std::string& source_;
+  YAML::Mark document_mark_ = YAML::Mark::null_mark();
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, Anchored> anchors_;
+  Node root_;
+  int64_t values_ = 0;
+  int64_t anchored_values_ = 0;
+  std::string limit_error_;
+  std::vector<std::string> errors_;  // duplicate keys
+};
+
+// Notes where a document starts, ignoring its content (the probe for a second document).
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  YAML::Mark mark = YAML::Mark::null_mark();
+  void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Why ParseYaml refused a text: --set takes the text literally after a syntax error, and only
+// then.
+enum class ParseFailure { kNone, kSyntax, kOther };
+
+// Parses one YAML document within the limits of binder.h.
+Result<Node> ParseYaml(std::string_view text, const std::string& source, ParseFailure* failure = nullptr) {
+  auto fail = [&](ParseFailure why, std::string message) {
+    if (failure != nullptr) *failure = why;
+    return InvalidArgumentError(std::move(message));
+  };
+  if (static_cast<int64_t>(text.size()) > kMaxConfigBytes) {
+    return fail(ParseFailure::kOther, source + ": " + std::to_string(text.size()) +
+                                          " bytes is more than a config may hold (" + std::to_string(kMaxConfigBytes) +
+                                          " bytes; docs/config.md \"Limits\")");
+  }
+  std::istringstream in{std::string(text)};
+  TreeBuilder builder(source);
+  DocumentProbe second;
+  bool has_second = false;
   try {
-    root = YAML::Load(std::string(text));
+    YAML::Parser parser(in);
+    parser.HandleNextDocument(builder);
+    has_second = parser.HandleNextDocument(second);
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(Where(source, e.mark) + ": YAML syntax error: " + e.msg);
+    return fail(ParseFailure::kSyntax, Where(source, e.mark) + ": YAML syntax error: " + e.msg);
   }
-  Node out;
-  std::vector<std::string> errors;
-  Convert(root, source, "", &out, &errors);
-  if (!errors.empty()) {
-    std::string msg = errors.front();
-    for (size_t i = 1; i < errors.size(); ++i) msg += "\n  " + errors[i];
-    return InvalidArgumentError(msg);
+  if (has_second) {
+    // yaml-cpp 0.7 reads a stray ',' as endless empty documents at the same place.
+    if (second.mark.pos == builder.document_mark().pos) {
+      return fail(ParseFailure::kSyntax, Where(source, second.mark) + ": YAML syntax error: unexpected text");
+    }
+    return fail(ParseFailure::kOther, Where(source, second.mark) +
+                                          ": a second YAML document (after a '---' line): a config is one "
+                                          "document; remove the '---' or split the file");
   }
-  return out;
+  Result<Node> tree = builder.Take();
+  if (!tree.ok()) return fail(ParseFailure::kOther, tree.status().message());
+  return tree;
 }
 
 void SetWhere(Node* node, const std::string& where) {
@@ -460,9 +634,12 @@ Result<ConfigBinder> ConfigBinder::FromYamlString(std::string_view text, std::st
 Result<ConfigBinder> ConfigBinder::FromYamlFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read config file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return FromYamlString(ss.str(), path);
+  // One byte past the limit is enough to refuse it, whatever the file is (a FIFO, /dev/zero).
+  std::string text(static_cast<size_t>(kMaxConfigBytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return DataLossError("cannot read config file " + path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return FromYamlString(text, path);
 }
 
 Status ConfigBinder::ApplySet(std::string_view assignment) {
@@ -477,8 +654,14 @@ Status ConfigBinder::ApplySet(std::string_view assignment) {
   for (const auto& p : parts) {
     if (p.empty()) return InvalidArgumentError(where + ": empty key segment in \"" + path + "\"");
   }
+  if (parts.size() > static_cast<size_t>(kMaxConfigDepth)) {
+    return InvalidArgumentError(where.substr(0, 80) + "...: a key path of " + std::to_string(parts.size()) +
+                                " segments (a config nests at most " + std::to_string(kMaxConfigDepth) + " deep)");
+  }
   Node value;
-  auto parsed = ParseYaml(text, "--set");
+  ParseFailure failure = ParseFailure::kNone;
+  auto parsed = ParseYaml(text, "--set " + path, &failure);
+  if (!parsed.ok() && failure != ParseFailure::kSyntax) return parsed.status();
   const std::string lower_text = ToLower(text);
   const bool null_text = text.empty() || lower_text == "null" || lower_text == "~";
   if (parsed.ok() && (parsed->kind != Node::Kind::kNull || null_text)) {
@@ -799,9 +982,8 @@ Status ConfigBinder::Finish() {
   const auto& errors = impl_->errors;
   if (errors.empty()) return OkStatus();
   if (errors.size() == 1) return InvalidArgumentError("invalid configuration: " + errors[0]);
-  std::string msg = "invalid configuration (" + std::to_string(errors.size()) + " errors):";
-  for (const auto& e : errors) msg += "\n  " + e;
-  return InvalidArgumentError(msg);
+  return InvalidArgumentError("invalid configuration (" + std::to_string(errors.size()) + " errors):\n  " +
+                              JoinErrors(errors, "\n  "));
 }
 
 std::string ConfigBinder::ResolvedYaml() const {

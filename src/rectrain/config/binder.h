@@ -41,6 +41,21 @@
 
 namespace rectrain::config {
 
+// Limits of a config document (docs/config.md "Limits"). They apply while the text is parsed,
+// before any value is bound, so a hostile document (a YAML alias bomb, a deep alias chain, a
+// huge or endless file) is refused in milliseconds with bounded memory:
+//   - kMaxConfigBytes: the text of one file or --set value;
+//   - kMaxConfigValues: the values of a document counted after expanding YAML aliases (every
+//     map, list and scalar is one): yaml-cpp shares an aliased node, our tree copies it, so
+//     ten lines of anchors can name 10^6 values;
+//   - kMaxConfigDepth: maps and lists nested in each other (an alias chain nests as deep as
+//     it is long), also the segments of a --set path;
+//   - kMaxReportedErrors: error lines in one Finish() message; more are counted, not listed.
+inline constexpr int64_t kMaxConfigBytes = int64_t{4} << 20;
+inline constexpr int64_t kMaxConfigValues = 100000;
+inline constexpr int kMaxConfigDepth = 64;
+inline constexpr int kMaxReportedErrors = 50;
+
 // Valid numeric interval; formats itself as "[1, 100]", "(0, +inf)", ...
 struct Range {
   double min = -std::numeric_limits<double>::infinity();
@@ -70,11 +85,13 @@ int EditDistance(std::string_view a, std::string_view b);
 
 class ConfigBinder {
  public:
-  // Parses `text` as YAML. `source` names it in messages ("config.yaml"). An empty document is
-  // an empty map. Errors: InvalidArgument with source:line:col for syntax errors or when the
-  // top level is not a map.
+  // Parses `text` as one YAML document. `source` names it in messages ("config.yaml"). An
+  // empty document is an empty map. Errors: InvalidArgument with source:line:col for syntax
+  // errors, a second document, or when the top level is not a map; InvalidArgument naming the
+  // limit when the text passes one of the limits above.
   static Result<ConfigBinder> FromYamlString(std::string_view text, std::string source);
-  // Reads and parses a file. NotFound if it cannot be read.
+  // Reads (at most kMaxConfigBytes + 1 bytes: a FIFO or /dev/zero is refused, not read
+  // forever) and parses a file. NotFound if it cannot be opened.
   static Result<ConfigBinder> FromYamlFile(const std::string& path);
 
   ConfigBinder(ConfigBinder&&) noexcept;
@@ -83,8 +100,9 @@ class ConfigBinder {
 
   // Applies one override `a.b.c=value`; value is parsed as YAML (scalar, [list] or {map});
   // text that is not valid YAML is taken as a plain string. Intermediate maps are created.
-  // Errors (InvalidArgument, immediately): no '=', an empty path or segment, or a path that
-  // runs through a scalar or list. A path that names no known key is reported by Finish().
+  // Errors (InvalidArgument, immediately): no '=', an empty path or segment, a path of more
+  // than kMaxConfigDepth segments, a value past the limits above, or a path that runs through
+  // a scalar or list. A path that names no known key is reported by Finish().
   [[nodiscard]] Status ApplySet(std::string_view assignment);
 
   // Typed getters. Each marks `path` as known and records its effective value. Missing key (or
@@ -118,7 +136,8 @@ class ConfigBinder {
   // Records a validation error for `path` (the key's location is appended when present).
   void AddError(std::string_view path, std::string_view message);
 
-  // Adds an error per unknown key and returns every error recorded, or OK.
+  // Adds an error per unknown key and returns every error recorded, or OK (the message lists
+  // the first kMaxReportedErrors and counts the rest).
   [[nodiscard]] Status Finish();
   // Every key read, with its effective value, as YAML (keys in the order they were bound).
   std::string ResolvedYaml() const;

@@ -188,6 +188,99 @@ TEST(Binder, ResolvedYamlRoundTrips) {
   EXPECT_TRUE(again.Finish().ok());
 }
 
+// `levels` lines of anchors, each a list of `fanout` aliases of the one before: fanout^levels
+// values from a few hundred bytes.
+std::string AliasBomb(int levels, int fanout) {
+  std::string text = "a0: &a0 [x";
+  for (int i = 1; i < fanout; ++i) text += ",x";
+  text += "]\n";
+  for (int level = 1; level < levels; ++level) {
+    const std::string prev = "*a" + std::to_string(level - 1);
+    text += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [" + prev;
+    for (int i = 1; i < fanout; ++i) text += "," + prev;
+    text += "]\n";
+  }
+  return text;
+}
+
+TEST(BinderLimits, AliasBombIsRefusedWhileItExpands) {
+  const std::string bomb = AliasBomb(6, 10);  // 10^6 values in 329 bytes
+  ASSERT_LT(bomb.size(), 400u);
+  auto b = ConfigBinder::FromYamlString(bomb, "bomb.yaml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("more than 100000 values once its YAML aliases (*name) are expanded"),
+            std::string::npos)
+      << b.status();
+  EXPECT_EQ(b.status().message().rfind("bomb.yaml:", 0), 0u) << b.status();
+  // The same bomb in a --set value.
+  ConfigBinder ok = Parse("seed: 1\n");
+  Status bombed = ok.ApplySet("x=" + bomb);
+  EXPECT_EQ(bombed.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bombed.message().find("more than 100000 values"), std::string::npos) << bombed;
+}
+
+TEST(BinderLimits, SmallerDocumentsWithAliasesStillLoad) {
+  auto b = ConfigBinder::FromYamlString(AliasBomb(4, 10) + "seed: 3\n", "c.yaml");  // 11,111 values
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->Int("seed", 0), 3);
+}
+
+TEST(BinderLimits, DeepAliasChainIsRefused) {
+  // Each line nests the previous list one deeper: 200 lines, 200 levels, 200 values.
+  std::string text = "a0: &a0 [x]\n";
+  for (int i = 1; i < 200; ++i) {
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + "]\n";
+  }
+  auto b = ConfigBinder::FromYamlString(text, "deep.yaml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("maps and lists nest more than 64 deep"), std::string::npos) << b.status();
+}
+
+TEST(BinderLimits, SecondDocumentIsRefused) {
+  auto b = ConfigBinder::FromYamlString("seed: 1\n---\nseed: 2\n", "two.yaml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message(),
+            "two.yaml:2:1: a second YAML document (after a '---' line): a config is one document; remove the "
+            "'---' or split the file");
+  EXPECT_TRUE(ConfigBinder::FromYamlString("---\nseed: 1\n...\n", "one.yaml").ok());
+}
+
+TEST(BinderLimits, OversizedTextIsRefusedBeforeParsing) {
+  const std::string big = "seed: 1\n#" + std::string(static_cast<size_t>(kMaxConfigBytes), 'x') + "\n";
+  auto b = ConfigBinder::FromYamlString(big, "big.yaml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("is more than a config may hold (4194304 bytes"), std::string::npos)
+      << b.status();
+}
+
+TEST(BinderLimits, EndlessFileIsReadOnlyUpToTheLimit) {
+  auto b = ConfigBinder::FromYamlFile("/dev/zero");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("4194305 bytes is more than a config may hold"), std::string::npos)
+      << b.status();
+}
+
+TEST(BinderLimits, ManyErrorsAreCountedNotAllListed) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "k" + std::to_string(i) + ": 1\n";
+  ConfigBinder b = Parse(text);
+  b.Int("seed", 1);
+  const Status s = b.Finish();
+  EXPECT_EQ(s.message().rfind("invalid configuration (5000 errors):\n  k0: unknown key", 0), 0u);
+  EXPECT_NE(s.message().find("\n  ... and 4950 more"), std::string::npos);
+  EXPECT_LT(s.message().size(), 5000u);
+}
+
+TEST(BinderLimits, SetPathDepthIsBounded) {
+  ConfigBinder b = Parse("");
+  std::string path = "a";
+  for (int i = 0; i < 100; ++i) path += ".a";
+  const Status s = b.ApplySet(path + "=1");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("a key path of 101 segments (a config nests at most 64 deep)"), std::string::npos) << s;
+}
+
 TEST(Binder, EditDistance) {
   EXPECT_EQ(EditDistance("hiden", "hidden"), 1);
   EXPECT_EQ(EditDistance("", "abc"), 3);
