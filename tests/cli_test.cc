@@ -2,6 +2,7 @@
 // round trip and signal handling.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -233,8 +234,8 @@ TEST_F(CliTest, SigtermStopsWithCheckpointAndResumes) {
                                  << ReadAll(*dir_ + "/sig.err");
   EXPECT_EQ(WEXITSTATUS(status), 143) << ReadAll(*dir_ + "/sig.err");
   const std::string err = ReadAll(*dir_ + "/sig.err");
-  EXPECT_NE(err.find("\nrectrain: stopping after the current step and writing a checkpoint "
-                     "(signal again to abort at once)\n"),
+  EXPECT_NE(err.find("\nrectrain: stopping after the current step with a checkpoint, or before the first step "
+                     "with nothing to save (signal again to abort at once)\n"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("rectrain train: interrupted by SIGTERM at step "), std::string::npos) << err;
@@ -251,6 +252,41 @@ TEST_F(CliTest, SigtermStopsWithCheckpointAndResumes) {
   EXPECT_EQ(summary["train"]["rows_read"], 60000);
   EXPECT_EQ(summary["train"]["steps"], 235);  // ceil(60000 / 256)
   EXPECT_EQ(summary["train"]["session_steps"].get<int64_t>(), 235 - stopped_at);
+}
+
+// SIGTERM while the config loads: nothing has been trained, so the run stops there (exit 143)
+// with nothing written — not "writing a checkpoint" after a first step. The config is a FIFO, so
+// the signal lands, deterministically, while `rectrain train` is reading it.
+TEST_F(CliTest, SigtermWhileTheConfigLoadsStopsWithNothingSaved) {
+  const std::string text = ReadAll(SmallConfig("fifo_src", 0));
+  const std::string fifo = *dir_ + "/loading.yaml", run = *dir_ + "/run_loading";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen((*dir_ + "/loading.err").c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(RECTRAIN_BINARY, RECTRAIN_BINARY, "train", fifo.c_str(), "--run-dir", run.c_str(), "--no-progress",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Opening the write end returns once `rectrain train` opened the config to read it, which it
+  // does after taking SIGTERM as a stop request (cli/stop_signals.h).
+  FILE* config = std::fopen(fifo.c_str(), "w");
+  ASSERT_NE(config, nullptr);
+  kill(pid, SIGTERM);
+  std::fputs(text.c_str(), config);
+  std::fclose(config);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string err = ReadAll(*dir_ + "/loading.err");
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 143) << err;
+  EXPECT_NE(err.find("rectrain train: stopped by SIGTERM before the first step: nothing trained, no checkpoint written"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(run + "/checkpoints")) << err;
+  EXPECT_FALSE(fs::exists(run + "/summary.json")) << err;
 }
 
 }  // namespace

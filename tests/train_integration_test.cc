@@ -46,7 +46,7 @@ class TrainIntegration : public ::testing::Test {
 
   static Result<train::TrainSummary> Run(const std::string& run_dir, std::vector<std::string> sets,
                                          bool resume = false, const std::atomic<int>* stop = nullptr,
-                                         bool with_valid = false) {
+                                         bool with_valid = false, train::TrainObserver* observer = nullptr) {
     auto c = config::LoadTrainConfigFromString(Config(with_valid), "test.yaml", sets);
     if (!c.ok()) return c.status();
     train::TrainerOptions o;
@@ -55,6 +55,7 @@ class TrainIntegration : public ::testing::Test {
     o.stop_signal = stop;
     o.progress = 0;
     o.echo = false;
+    o.observer = observer;
     return train::Train(*c, o);
   }
 
@@ -139,11 +140,25 @@ TEST_F(TrainIntegration, ResumeEqualsUninterruptedRun) {
   ExpectSameModel(full, part);
 }
 
+// Asks the run to stop (as SIGTERM would) once a step is reached (OnProgress: at log lines).
+class StopAtStep : public train::TrainObserver {
+ public:
+  StopAtStep(int64_t step, std::atomic<int>* flag) : step_(step), flag_(flag) {}
+  void OnProgress(const train::ProgressInfo& p) override {
+    if (p.step >= step_) flag_->store(SIGTERM);
+  }
+
+ private:
+  int64_t step_;
+  std::atomic<int>* flag_;
+};
+
 TEST_F(TrainIntegration, StopSignalCheckpointsAndResumes) {
   const std::string full = *dir_ + "/sig_full", part = *dir_ + "/sig_part";
   ASSERT_TRUE(Run(full, {"train.epochs=1"}).ok());
-  std::atomic<int> stop{SIGTERM};  // already set: stops after the first step
-  auto r1 = Run(part, {"train.epochs=1"}, false, &stop);
+  std::atomic<int> stop{0};
+  StopAtStep at_first(1, &stop);  // stops after the first step
+  auto r1 = Run(part, {"train.epochs=1", "train.log_every_steps=1"}, false, &stop, false, &at_first);
   ASSERT_TRUE(r1.ok()) << r1.status();
   EXPECT_EQ(r1->status, train::RunOutcome::kInterrupted);
   EXPECT_EQ(r1->interrupted_by, SIGTERM);
@@ -153,10 +168,28 @@ TEST_F(TrainIntegration, StopSignalCheckpointsAndResumes) {
   auto summary = nlohmann::json::parse(ReadAll(part + "/summary.json"));
   EXPECT_EQ(summary["status"], "interrupted");
   EXPECT_EQ(summary["interrupted_by_signal"], SIGTERM);
-  auto r2 = Run(part, {"train.epochs=1"}, /*resume=*/true);
+  auto r2 = Run(part, {"train.epochs=1", "train.log_every_steps=1"}, /*resume=*/true);
   ASSERT_TRUE(r2.ok()) << r2.status();
   EXPECT_EQ(r2->status, train::RunOutcome::kCompleted);
   ExpectSameModel(full, part);
+}
+
+// A stop requested before the first step (during setup): nothing trained, nothing to save.
+TEST_F(TrainIntegration, StopBeforeTheFirstStepSavesNothing) {
+  const std::string run = *dir_ + "/sig_before";
+  std::atomic<int> stop{SIGTERM};  // already set when the run starts
+  auto r = Run(run, {"train.epochs=1"}, false, &stop);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, train::RunOutcome::kInterrupted);
+  EXPECT_EQ(r->interrupted_by, SIGTERM);
+  EXPECT_EQ(r->steps, 0);
+  EXPECT_EQ(r->last_checkpoint, "");
+  EXPECT_FALSE(fs::exists(run + "/checkpoints/step-0"));
+  EXPECT_FALSE(fs::exists(run + "/model"));
+  EXPECT_EQ(nlohmann::json::parse(ReadAll(run + "/summary.json"))["status"], "interrupted");
+  EXPECT_NE(ReadAll(run + "/train.log").find("stopped before the first step of this run: nothing trained, no "
+                                             "checkpoint written"),
+            std::string::npos);
 }
 
 TEST_F(TrainIntegration, CheckpointRotationSummaryAndEval) {

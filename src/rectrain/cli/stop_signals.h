@@ -36,10 +36,12 @@ namespace rectrain::cli {
 
 void StartStopSignalWatcher();
 
-// The note of train/tune/quickstart when the first signal arrives.
+// The note of train/tune/quickstart when the first signal arrives. Training stops after the
+// current step with a checkpoint; before its first step there is nothing to save, so the run
+// stops at the next phase of its setup (config, tracking, data check, model) instead.
 inline constexpr char kCheckpointStopNote[] =
-    "\nrectrain: stopping after the current step and writing a checkpoint (signal again to abort "
-    "at once)";
+    "\nrectrain: stopping after the current step with a checkpoint, or before the first step with "
+    "nothing to save (signal again to abort at once)";
 
 // The stop flag: 0 until the first SIGINT/SIGTERM/SIGUSR1, then that signal's number (SIGTERM
 // for SIGUSR1). `note` (one

@@ -123,10 +123,16 @@ int RunTrain(const std::vector<std::string>& args) {
   if (s.status == train::RunOutcome::kInterrupted) {
     if (lead) {
       const char* name = s.interrupted_by == SIGTERM ? "SIGTERM" : s.interrupted_by == SIGINT ? "SIGINT" : "a signal";
-      std::fprintf(stderr,
-                   "rectrain train: interrupted by %s at step %lld; checkpoint saved in %s\n"
-                   "resume with: rectrain train --resume %s\n",
-                   name, static_cast<long long>(s.steps), s.last_checkpoint.c_str(), result->run_dir.c_str());
+      if (s.last_checkpoint.empty()) {
+        std::fprintf(stderr,
+                     "rectrain train: stopped by %s before the first step: nothing trained, no checkpoint written\n",
+                     name);
+      } else {
+        std::fprintf(stderr,
+                     "rectrain train: interrupted by %s at step %lld; checkpoint saved in %s\n"
+                     "resume with: rectrain train --resume %s\n",
+                     name, static_cast<long long>(s.steps), s.last_checkpoint.c_str(), result->run_dir.c_str());
+      }
     }
     return SignalExitCode(s.interrupted_by > 0 ? s.interrupted_by : SIGINT);
   }

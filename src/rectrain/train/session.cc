@@ -8,7 +8,9 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -173,6 +175,24 @@ void LingerOnFailure(const SessionOptions& o, const config::MonitoringSettings& 
   }
 }
 
+// A SIGINT/SIGTERM before the first step stops the session at once: nothing has been trained,
+// so there is nothing to checkpoint (a stop during training checkpoints; trainer.h). The ranks
+// of a job agree, so all stop at the same point. Returns the signal, or 0 to go on.
+Result<int> StopBeforeTraining(const SessionOptions& o, dist::Communicator& comm) {
+  std::vector<int64_t> signal = {o.stop_signal != nullptr ? o.stop_signal->load() : 0};
+  if (comm.distributed()) {
+    RECTRAIN_RETURN_IF_ERROR(comm.AllReduce(std::span<int64_t>(signal), dist::ReduceOp::kMax));
+  }
+  return static_cast<int>(signal[0]);
+}
+
+TrainSummary StoppedSummary(int signal) {
+  TrainSummary s;
+  s.status = RunOutcome::kInterrupted;
+  s.interrupted_by = signal;
+  return s;
+}
+
 }  // namespace
 
 Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* run_dir_out) {
@@ -211,11 +231,18 @@ Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* r
 
   auto loaded = config::LoadTrainConfig(config_path, o.sets);
   RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, loaded.status()));
+  RECTRAIN_ASSIGN_OR_RETURN(int stopped, StopBeforeTraining(o, *comm));
+  if (stopped != 0) return SessionResult{run_dir, StoppedSummary(stopped)};
 
   Recording rec;
   Status recording = lead ? StartRecording(o, *loaded, config_path, run_dir, &rec) : OkStatus();
   if (!recording.ok() && rec.recorder) rec.recorder->Fail(recording);
   RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, recording));
+  RECTRAIN_ASSIGN_OR_RETURN(stopped, StopBeforeTraining(o, *comm));
+  if (stopped != 0) {
+    if (rec.recorder) rec.recorder->Finish(StoppedSummary(stopped));
+    return SessionResult{run_dir, StoppedSummary(stopped)};
+  }
 
   TrainerOptions to;
   to.run_dir = run_dir;

@@ -831,6 +831,15 @@ Status TrainLoop::Loop() {
     while (true) {
       double waited = 0;
       Phase("the start of step " + std::to_string(meta_.step + 1) + " (the per-step agreement)");
+      // A stop before this session's first step: nothing trained, so nothing to save. A sync job
+      // agrees on it in Next (below); an async worker stops alone, so it keeps stepping into the
+      // job's checkpoint.
+      const bool stop_first = session_steps_ == 0 && !job_.async();
+      if (stop_first && !job_.lockstep() && stop_requested()) {
+        stop_status_ = RunOutcome::kInterrupted;
+        summary_.interrupted_by = opt_.stop_signal->load();
+        break;
+      }
       auto next = pass_->Next(stop_requested(), &waited);
       summary_.breakdown.data_wait += waited;
       if (!next.ok()) return Agreed(next.status());
@@ -839,6 +848,11 @@ Status TrainLoop::Loop() {
         break;
       }
       const internal::LockstepPass::Step step = **next;
+      if (stop_first && step.stop) {
+        stop_status_ = RunOutcome::kInterrupted;
+        summary_.interrupted_by = stop_requested() ? opt_.stop_signal->load() : SIGTERM;
+        break;
+      }
       RECTRAIN_RETURN_IF_ERROR(Step(step));
       session_seconds_ += loop_clock.Seconds();
       loop_clock.Reset();
@@ -932,6 +946,10 @@ Status TrainLoop::Loop() {
 
 Status TrainLoop::Finish() {
   log_->EndBar();
+  if (stop_status_ == RunOutcome::kInterrupted && session_steps_ == 0 && !job_.async()) {
+    log_->Log("stopped before the first step of this run: nothing trained, no checkpoint written");
+    return OkStatus();
+  }
   RECTRAIN_RETURN_IF_ERROR(Checkpoint());
   if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();
   const std::string model_dir = opt_.run_dir + "/model";
