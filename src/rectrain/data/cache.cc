@@ -11,8 +11,8 @@
 //   consumer               Next() pops the queue.
 //
 // Buffers outlive the reader: decoded blocks, read scratch, batches and the shuffle buffer go back
-// to a process-wide pool (BufferPool) when a reader is destroyed, and the next reader (the next
-// epoch, eval, a tune trial) starts with them. A fresh buffer costs a zero-fill and a page fault
+// to the caller's ReaderBufferPool (ReadOptions::buffer_pool) when a reader is destroyed, and the
+// next reader given that pool (the next epoch, eval) starts with them. A fresh buffer costs a zero-fill and a page fault
 // per 4 KiB, which was about a third of a file-order pass and most of a shuffled one
 // (docs/decisions/0003-sample-cache.md). The shuffle buffer is never value-initialised and is
 // reserved once at min(shuffle_buffer_rows, rows of the files), so it is never regrown either.
@@ -136,14 +136,12 @@ struct Decoded {
 
 using internal::ShuffleSlots;
 
-// Process-wide free buffers for the next reader (see the top comment). Bounded: what one or two
-// readers use at once; the shuffle buffer keeps the pages of the largest pass.
-class BufferPool {
+}  // namespace
+
+// Free buffers for the next reader given the same pool (see the top comment). Bounded: what one or
+// two readers use at once; the shuffle buffer keeps the pages of the largest pass. Thread-safe.
+class ReaderBufferPool {
  public:
-  static BufferPool& Get() {
-    static BufferPool* pool = new BufferPool();  // leaked: readers may outlive static destructors
-    return *pool;
-  }
   std::unique_ptr<Decoded> TakeBlock() { return Take(&blocks_); }
   std::unique_ptr<internal::CacheReadScratch> TakeScratch() { return Take(&scratch_); }
   std::unique_ptr<ShuffleSlots> TakeShuffle() { return Take(&shuffle_); }
@@ -188,11 +186,16 @@ class BufferPool {
   std::vector<Batch> batches_;                                         // guarded by mu_
 };
 
+std::shared_ptr<ReaderBufferPool> MakeReaderBufferPool() { return std::make_shared<ReaderBufferPool>(); }
+
+namespace {
+
 class CacheBatchReader final : public BatchReader {
  public:
   CacheBatchReader(std::vector<std::unique_ptr<CacheFile>> files, const ReadOptions& options,
                    std::vector<BlockRef> order, std::string note)
-      : files_(std::move(files)),
+      : pool_(options.buffer_pool != nullptr ? options.buffer_pool : MakeReaderBufferPool()),
+        files_(std::move(files)),
         options_(options),
         order_(std::move(order)),
         note_(std::move(note)),
@@ -200,13 +203,13 @@ class CacheBatchReader final : public BatchReader {
         window_(static_cast<int64_t>(order_.size()), options_.num_threads + 2),
         recycler_(options_.batch_size, &layout_, static_cast<size_t>(options_.prefetch_batches + 2)),
         assembler_(layout_, options_, &queue_, &recycler_,
-                   options.shuffle && options.shuffle_buffer_rows > 0 ? BufferPool::Get().TakeShuffle() : nullptr,
+                   options.shuffle && options.shuffle_buffer_rows > 0 ? pool_->TakeShuffle() : nullptr,
                    PassRows()) {
     const CacheSchema& s = files_[0]->footer().schema;
     dense_names_ = s.dense_names;
     sparse_names_ = s.sparse_names;
     stats_.files = static_cast<int64_t>(files_.size());
-    BufferPool& pool = BufferPool::Get();
+    ReaderBufferPool& pool = *pool_;
     for (int64_t i = 0; i < options_.num_threads + 2; ++i) {
       std::unique_ptr<Decoded> d = pool.TakeBlock();
       if (d == nullptr) break;
@@ -226,7 +229,7 @@ class CacheBatchReader final : public BatchReader {
     queue_.Stop();
     for (std::thread& t : workers_) t.join();
     assembler_thread_.join();
-    BufferPool& pool = BufferPool::Get();
+    ReaderBufferPool& pool = *pool_;
     for (auto& d : window_.TakeBlocks()) pool.Give(std::move(d));
     for (Batch& b : recycler_.TakeAll()) pool.Give(std::move(b));
     for (internal::PrefetchQueue::Item& item : queue_.TakeAll()) {
@@ -268,13 +271,14 @@ class CacheBatchReader final : public BatchReader {
   }
 
   void WorkerLoop() {
-    std::unique_ptr<internal::CacheReadScratch> scratch_owner = BufferPool::Get().TakeScratch();
+    std::unique_ptr<internal::CacheReadScratch> scratch_owner = pool_->TakeScratch();
     if (scratch_owner == nullptr) scratch_owner = std::make_unique<internal::CacheReadScratch>();
     internal::CacheReadScratch& scratch = *scratch_owner;
     struct GiveBack {
+      ReaderBufferPool* pool;
       std::unique_ptr<internal::CacheReadScratch>* s;
-      ~GiveBack() { BufferPool::Get().Give(std::move(*s)); }
-    } give_back{&scratch_owner};
+      ~GiveBack() { pool->Give(std::move(*s)); }
+    } give_back{pool_.get(), &scratch_owner};
     while (std::optional<internal::OrderedWindow<Decoded>::Claim> claim = window_.ClaimNext()) {
       std::unique_ptr<Decoded> d = window_.FreeBlock();
       Stopwatch sw;
@@ -320,6 +324,8 @@ class CacheBatchReader final : public BatchReader {
     assembler_.PushEnd();
   }
 
+  // Declared first: the members below take buffers from it, and the destructor gives them back.
+  const std::shared_ptr<ReaderBufferPool> pool_;
   const std::vector<std::unique_ptr<CacheFile>> files_;
   const ReadOptions options_;
   const std::vector<BlockRef> order_;

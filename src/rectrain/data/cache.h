@@ -82,4 +82,8 @@ Result<std::unique_ptr<BatchReader>> OpenCacheReader(const std::vector<std::stri
                                                      const std::string& expected_key = "",
                                                      const std::string& signature = "");
 
+// A pool of buffers for the cache readers of one run (ReadOptions::buffer_pool): the readers that
+// share it reuse each other's pages, one after another. Thread-safe; a reader keeps its pool alive.
+std::shared_ptr<ReaderBufferPool> MakeReaderBufferPool();
+
 }  // namespace rectrain::data

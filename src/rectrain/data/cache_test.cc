@@ -287,9 +287,9 @@ TEST(SampleCache, ShuffleIsDeterministicPerSeedAndEpochAndSkipRowsResumes) {
 }
 
 TEST(SampleCache, BuffersReusedAcrossReadersOfOtherSchemasGiveTheSameRows) {
-  // Decoded blocks, batches and the shuffle buffer go back to a process-wide pool when a reader
-  // ends and the next reader starts with them: whatever the last reader left in them (another
-  // schema, a pass abandoned half way, multi-valued rows) must not leak into the next pass.
+  // Decoded blocks, batches and the shuffle buffer go back to the readers' pool when a reader
+  // ends and the next reader of that pool starts with them: whatever the last reader left in them
+  // (another schema, a pass abandoned half way, multi-valued rows) must not leak into the next pass.
   TempDir dir;
   DataConfig crit;
   crit.files = {MakeCriteo(dir)};
@@ -311,18 +311,21 @@ TEST(SampleCache, BuffersReusedAcrossReadersOfOtherSchemasGiveTheSameRows) {
   shuffled.shuffle = true;
   shuffled.shuffle_buffer_rows = 1000;
   shuffled.seed = 5;
-  auto crit1 = ReadAll(crit, shuffled);
+  auto crit1 = ReadAll(crit, shuffled);  // each reader with fresh buffers of its own
   auto csv1 = ReadAll(csv, shuffled);
   ASSERT_TRUE(crit1.ok() && csv1.ok()) << crit1.status().ToString() << csv1.status().ToString();
+  ReadOptions pooled = shuffled;
+  pooled.buffer_pool = MakeReaderBufferPool();
+  ASSERT_TRUE(ReadAll(crit, pooled).ok());
   {
     // Abandoned after one batch: its buffers return to the pool mid-pass.
-    auto r = OpenCacheReader({crit_path}, shuffled);
+    auto r = OpenCacheReader({crit_path}, pooled);
     ASSERT_TRUE(r.ok());
     auto b = (*r)->Next();
     ASSERT_TRUE(b.ok() && b->has_value());
   }
-  auto csv2 = ReadAll(csv, shuffled);
-  auto crit2 = ReadAll(crit, shuffled);
+  auto csv2 = ReadAll(csv, pooled);
+  auto crit2 = ReadAll(crit, pooled);
   ASSERT_TRUE(crit2.ok() && csv2.ok());
   ExpectSameRows(*crit1, *crit2);
   ExpectSameRows(*csv1, *csv2);
@@ -335,7 +338,9 @@ TEST(SampleCache, BuffersReusedAcrossReadersOfOtherSchemasGiveTheSameRows) {
   };
   EXPECT_EQ(sorted(*csv2), sorted(*csv_parsed));
   // And file order after all that: the parsed rows in order.
-  auto csv_ordered = ReadAll(csv, Opts(64, 2));
+  ReadOptions ordered = Opts(64, 2);
+  ordered.buffer_pool = pooled.buffer_pool;
+  auto csv_ordered = ReadAll(csv, ordered);
   ASSERT_TRUE(csv_ordered.ok());
   ExpectSameRows(*csv_parsed, *csv_ordered);
 }

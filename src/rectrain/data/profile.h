@@ -75,7 +75,7 @@ struct DataChecks {
   double label_rate_min = 0;                     // inclusive bounds
   double label_rate_max = 1;
   int64_t max_bad_rows = -1;                     // -1 = no check (text rows with a bad field count)
-  // Added for the check before `rectrain train` (docs/data.md):
+  // The check before `rectrain train` (docs/data.md):
   bool allow_constant_label = false;  // false: every labeled row 0 (or every one 1) is a violation
   int64_t max_rows = 200000;          // rows profiled per split, shared by its files; 0 = all
   bool before_train = true;           // `rectrain train` runs the check first

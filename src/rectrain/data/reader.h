@@ -37,6 +37,8 @@
 
 namespace rectrain::data {
 
+class ReaderBufferPool;  // data/cache.h
+
 // Column layout of text input.
 struct SchemaConfig {
   // criteo (TSV: label, I1..I<n>, C1..C<m>) | csv | tsv | parquet | auto (added: parquet when
@@ -67,9 +69,9 @@ struct DataConfig {
   uint64_t hash_seed = 0;          // field-aware hashing: id = Hash(field index, token, seed)
   int64_t max_bad_rows = 0;        // 0 = strict
   std::string rejects_file;        // optional: every rejected row with its reason
-  // Added by data/ (data/transform.h, docs/data.md):
-  // feature (or label column) -> transform spec, e.g. {"age": "fill(30) | log1p"}. A feature
-  // with a spec ignores `dense` (the global default transform) except dense.fill.
+  // Transforms (data/transform.h, docs/data.md): feature (or label column) -> transform spec,
+  // e.g. {"age": "fill(30) | log1p"}. A feature with a spec ignores `dense` (the global default
+  // transform) except dense.fill.
   std::map<std::string, std::string> transforms;
   std::vector<std::string> filters;   // row filters: "COL not null", "COL in [a, b]", ...
   double negative_downsampling = 1.0; // keep a negative row with this probability, in (0, 1]
@@ -78,7 +80,7 @@ struct DataConfig {
   std::vector<std::string> stats_files;
   // Where computed statistics (and the binary cache) are kept; "" = $TMPDIR/rectrain-cache.
   std::string cache_dir;
-  // Added by the sample cache (data/cache.h): off | auto (read the matching cache when one
+  // The sample cache (data/cache.h): off | auto (read the matching cache when one
   // exists) | build (write it first when missing). Format "cache" reads cache files as input.
   std::string cache = "auto";
   // Frozen statistics (an exported serving model's, data/row_parser.h): when set, the
@@ -95,15 +97,21 @@ struct ReadOptions {
   int num_threads = 1;             // parse workers
   int prefetch_batches = 4;        // bounded queue depth
   int64_t skip_rows = 0;           // resume: rows of this pass already consumed
-  // Added by data/: files are read and parsed in chunks of about this many bytes (split at
+  // Files are read and parsed in chunks of about this many bytes (split at
   // newlines); the unit of parallelism and of chunk-order shuffling. 1 .. 1 GiB. 2 MiB measured
   // 3x faster than 8-16 MiB (smaller parsed blocks are reused from the heap instead of
   // touching fresh pages; see docs/data.md).
   int64_t chunk_bytes = 2 << 20;
-  // Added for distributed jobs (data/pass_plan.h): this process reads the units of the pass that
+  // Distributed jobs (data/pass_plan.h): this process reads the units of the pass that
   // PlanPassUnits gives rank `rank` of `world`. world 1 reads everything.
   int rank = 0;
   int world = 1;
+  // Buffers kept between readers (the sample cache's decoded blocks, scratch, batches, shuffle
+  // slots): a reader given a pool starts with the pages the previous reader of that pool gave back,
+  // instead of a zero-fill and a page fault per 4 KiB (a third of a cached file-order pass). One
+  // pool per run (train/session.cc makes it); null = the reader allocates its own. See
+  // MakeReaderBufferPool (data/cache.h).
+  std::shared_ptr<ReaderBufferPool> buffer_pool;
 };
 
 struct ReaderStats {
@@ -113,9 +121,9 @@ struct ReaderStats {
   int64_t files = 0;
   double parse_seconds = 0;        // summed over workers (CPU time in parsing)
   double wait_seconds = 0;         // consumer time blocked in Next()
-  int64_t rows_skipped = 0;        // added: rows dropped by ReadOptions::skip_rows
-  int64_t rows_filtered = 0;       // added: rows dropped by DataConfig::filters
-  int64_t rows_downsampled = 0;    // added: negatives dropped by negative_downsampling
+  int64_t rows_skipped = 0;        // rows dropped by ReadOptions::skip_rows
+  int64_t rows_filtered = 0;       // rows dropped by DataConfig::filters
+  int64_t rows_downsampled = 0;    // negatives dropped by negative_downsampling
   int64_t queue_depth = 0;         // batches ready in the prefetch queue when Stats() was called
 };
 
@@ -136,16 +144,16 @@ class BatchReader {
   // The last batch may be smaller than batch_size.
   virtual Result<std::optional<Batch>> Next() = 0;
   virtual ReaderStats Stats() const = 0;
-  // Added by data/ (optional): hands a consumed Batch back so its buffers are reused for a later
-  // batch instead of allocating fresh memory. The caller must not use `batch` afterwards.
+  // Optional: hands a consumed Batch back so its buffers are reused for a later batch instead
+  // of allocating fresh memory. The caller must not use `batch` afterwards.
   virtual void Recycle(Batch&& batch) { (void)batch; }
-  // Added by the sample cache: "sample cache PATH (...)" when this reader reads one, else "".
+  // "sample cache PATH (...)" when this reader reads one, else "".
   virtual std::string cache_note() const { return {}; }
   // Names of the dense and sparse fields in Batch order.
   virtual const std::vector<std::string>& dense_names() const = 0;
   virtual const std::vector<std::string>& sparse_names() const = 0;
-  // Added for serving: the row layout of a reader that parses files; a sample-cache reader has
-  // none (FailedPrecondition: open the files with data.cache: off).
+  // The row layout of a reader that parses files; a sample-cache reader has none
+  // (FailedPrecondition: open the files with data.cache: off).
   virtual Result<RowLayout> row_layout() const;
 };
 

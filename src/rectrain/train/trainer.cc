@@ -1244,7 +1244,11 @@ Result<TrainSummary> Train(const config::LoadedConfig& config, const TrainerOpti
     single = dist::Communicator::Single();
     comm = single.get();
   }
-  TrainLoop loop(config, options, comm);
+  // One buffer pool for every reader of the run: each epoch and evaluation pass starts with the
+  // pages of the previous one (data/reader.h).
+  config::LoadedConfig run_config = config;
+  run_config.config.read.buffer_pool = data::MakeReaderBufferPool();
+  TrainLoop loop(run_config, options, comm);
   return loop.Run();
 }
 
@@ -1269,6 +1273,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   ro.shuffle = false;
   ro.epoch = 0;
   ro.skip_rows = 0;
+  ro.buffer_pool = data::MakeReaderBufferPool();
   if (c.eval.batch_size > 0) ro.batch_size = c.eval.batch_size;
   // Field names come from the reader of the evaluated data (same schema as training).
   RECTRAIN_ASSIGN_OR_RETURN(auto probe, WithContext(data::OpenBatchReader(dc, ro), "--data"));
