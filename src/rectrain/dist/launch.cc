@@ -57,8 +57,6 @@ std::string BuildId() {
   return id;
 }
 
-bool MpiCompiledIn() { return RECTRAIN_WITH_MPI != 0; }
-
 std::string MpiLibraryVersion() {
 #if RECTRAIN_WITH_MPI
   return internal::MpiVersion();

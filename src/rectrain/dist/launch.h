@@ -31,8 +31,6 @@ struct LaunchInfo {
 // Reads the launcher's environment (see the top comment); never starts anything.
 LaunchInfo DetectLaunch();
 
-// True when this binary was built with MPI (RECTRAIN_WITH_MPI).
-bool MpiCompiledIn();
 // The MPI library's version line ("Open MPI v4.1.4, ..."), or "" without MPI.
 std::string MpiLibraryVersion();
 

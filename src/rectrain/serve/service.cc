@@ -583,8 +583,6 @@ int64_t ModelService::version() const {
   return cur ? cur->version : 0;
 }
 
-Status ModelService::CheckForUpdate(bool force, bool* reloaded) { return impl_->Check(force, reloaded); }
-
 http::RouteReply ModelService::HandlePredict(std::string_view body) {
   Stopwatch sw;
   Impl& s = *impl_;

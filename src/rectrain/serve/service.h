@@ -68,9 +68,6 @@ class ModelService {
   http::RouteReply HandleReload();
   http::RouteReply HandleModel() const;
   http::RouteReply HandleReady() const;
-
-  // Checks for (and loads) a newer version now; OkStatus with *reloaded false when there is none.
-  Status CheckForUpdate(bool force, bool* reloaded);
   int64_t version() const;  // 0 before the first model
   void Stop();
 
