@@ -148,17 +148,24 @@ TEST(StopSignalsTest, WithoutAGracefulStopASignalEndsTheProcessAsBefore) {
 }
 
 TEST(StopSignalsTest, WaitForStopSignalReturnsTheSignal) {
-  Child c = Fork([](int out) {
+  int to_child[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  Child c = Fork([&](int out) {
+    close(to_child[1]);
     StartStopSignalWatcher();
     EnableGracefulStop("");  // as serve and ui do before they load
     (void)!write(out, "r", 1);
-    // The signal arrives before the wait: it is kept for it, not acted on.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The parent says "sent" after kill() returned: the signal was generated before the wait
+    // starts, so it must be kept for it, not acted on.
+    if (ReadByte(to_child[0]) != 's') _exit(3);
     _exit(WaitForStopSignal());
   });
+  close(to_child[0]);
   ASSERT_GT(c.pid, 0);
   ASSERT_EQ(ReadByte(c.from_child), 'r');
   kill(c.pid, SIGINT);
+  ASSERT_EQ(write(to_child[1], "s", 1), 1);
+  close(to_child[1]);
   const int status = WaitStatus(c.pid);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), SIGINT);
@@ -170,8 +177,9 @@ TEST(StopSignalsTest, ASignalIgnoredAtStartStaysIgnored) {
   Child c = ForkIdleWatcher([] { signal(SIGINT, SIG_IGN); });
   ASSERT_GT(c.pid, 0);
   ASSERT_EQ(ReadByte(c.from_child), 'r');
+  // Both are pending together; Linux hands the lower-numbered one out first, so were SIGINT
+  // acted on it would end the process before SIGTERM is looked at.
   kill(c.pid, SIGINT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   kill(c.pid, SIGTERM);
   ExpectEndedBy(c.pid, SIGTERM);
   close(c.from_child);
@@ -181,38 +189,55 @@ TEST(StopSignalsTest, ASignalIgnoredAtStartStaysIgnored) {
 // thread but the watcher blocks both, so no signal frame is ever written on a thread's stack (a
 // JIT kernel may have pointed rsp into the heap). The watcher shows them unblocked only while
 // it sits in sigwait (rt_sigtimedwait), which takes a signal without a frame.
+struct ThreadCounts {
+  int threads = 0;
+  int blocking = 0;  // with SIGINT and SIGTERM blocked
+  int waiting = 0;   // not blocking them, and in sigwait (rt_sigtimedwait)
+};
+
+ThreadCounts CountThreads() {
+  ThreadCounts n;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return n;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string task = std::string("/proc/self/task/") + e->d_name;
+    ++n.threads;
+    if (MaskHas(task + "/status", "SigBlk", SIGINT) && MaskHas(task + "/status", "SigBlk", SIGTERM)) {
+      ++n.blocking;
+    } else {
+      std::ifstream syscall(task + "/syscall");
+      long number = -1;
+      syscall >> number;
+      n.waiting += number == SYS_rt_sigtimedwait;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
 TEST(StopSignalsTest, NoThreadRunsAHandlerForThem) {
   Child c = Fork([](int out) {
     StartStopSignalWatcher();
     EnableGracefulStop("");
-    std::thread a(SleepForever), b(SleepForever);
+    std::thread a(SleepForever), b(SleepForever);  // tasks with their masks once constructed
     a.detach();
     b.detach();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const bool no_handler =
         !MaskHas("/proc/self/status", "SigCgt", SIGINT) && !MaskHas("/proc/self/status", "SigCgt", SIGTERM);
-    int blocking = 0, waiting = 0, threads = 0;
-    if (DIR* d = opendir("/proc/self/task")) {
-      while (dirent* e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        const std::string task = std::string("/proc/self/task/") + e->d_name;
-        ++threads;
-        if (MaskHas(task + "/status", "SigBlk", SIGINT) && MaskHas(task + "/status", "SigBlk", SIGTERM)) {
-          ++blocking;
-        } else {
-          std::ifstream syscall(task + "/syscall");
-          long number = -1;
-          syscall >> number;
-          waiting += number == SYS_rt_sigtimedwait;
-        }
-      }
-      closedir(d);
+    // The watcher may not have reached sigwait yet: count again until it has (10 s at most).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    ThreadCounts n = CountThreads();
+    while (n.waiting == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+      n = CountThreads();
     }
     if (std::getenv("STOP_SIGNALS_TEST_DEBUG")) {
-      std::fprintf(stderr, "handler %d threads %d blocking %d in sigwait %d\n", !no_handler, threads, blocking, waiting);
+      std::fprintf(stderr, "handler %d threads %d blocking %d in sigwait %d\n", !no_handler, n.threads, n.blocking,
+                   n.waiting);
     }
     // main, the watcher, a, b
-    (void)!write(out, no_handler && threads == 4 && blocking == 3 && waiting == 1 ? "y" : "n", 1);
+    (void)!write(out, no_handler && n.threads == 4 && n.blocking == 3 && n.waiting == 1 ? "y" : "n", 1);
   });
   ASSERT_GT(c.pid, 0);
   EXPECT_EQ(ReadByte(c.from_child), 'y') << "run with STOP_SIGNALS_TEST_DEBUG=1 for the counts";
