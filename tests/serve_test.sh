@@ -11,6 +11,10 @@
 #     version is the directory's number; a manifest its config contradicts is refused; a version
 #     copied in two parts (manifest first) loads once complete; a dead export's temp dir goes.
 #  5. Off loopback a token is required.
+#  6. Serving deltas (rectrain publish): 30 deltas published while wrk keeps 8 connections busy,
+#     each applied in place with not one failed request; the served chain scores bit for bit as
+#     `rectrain eval` of the same model; a delta made against another version of its base is
+#     refused (log, 409 on /v1/reload) and the server keeps serving.
 # Usage: serve_test.sh RECTRAIN
 set -eu
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -200,6 +204,64 @@ grep -q "refused.*models/32.*missing" serve.log || fail "the incomplete version 
 cp -r models/2/config.yaml models/2/dense.bin models/2/tables models/32/   # ... the rest later
 served 32 || fail "version 32 was not loaded once its copy was complete (not retried)"
 echo "versions by directory number, a contradicting manifest refused, a copy in two parts picked up"
+kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
+
+echo "== 6. serving deltas under load; a delta of another base refused"
+head -200 va.tsv > small.tsv
+cp -r run1 run3   # run1 trained one more step on 200 rows: a few thousand rows change
+"$B" train --resume run3 --set train.epochs=2 --set data.train=small.tsv >train3.log 2>&1 || fail "training run3: $(tail -3 train3.log)"
+"$B" eval run3 --data va.tsv --predictions eval3.txt >/dev/null
+"$B" publish run1 --to deltas | grep -q "version 1, a full export" || fail "the first publish is not a full export"
+"$B" serve "$W/deltas" --port 0 --poll-ms 50 >serve_d.out 2>serve_d.log &
+SERVE_PID=$!
+for i in $(seq 100); do grep -q "POST http" serve_d.out 2>/dev/null && break; sleep 0.1; done
+U=$(sed -n 's/^rectrain serve: \(http[^ ]*\) .*/\1/p' serve_d.out)
+[ -n "$U" ] || fail "serve did not print its URL"
+served_eq() {  # served_eq FILE: the served predictions of va.tsv's first 300 rows equal FILE's
+  python3 - "$U" "$1" <<'PY'
+import json, sys, urllib.request
+u, ref_file = sys.argv[1], sys.argv[2]
+lines = [l.rstrip("\n") for l in open("va.tsv")][:300]
+ref = [float(x) for x in open(ref_file)][:300]
+req = urllib.request.Request(u + "/v1/predict", data=json.dumps({"lines": lines}).encode(), method="POST")
+got = json.load(urllib.request.urlopen(req))
+sys.exit(0 if got["predictions"] == ref else 1)
+PY
+}
+if command -v wrk >/dev/null; then
+  wrk -t2 -c8 -d120s -s post.lua "$U/v1/predict" > wrk_d.txt &
+  WRK=$!
+fi
+sleep 0.3
+for v in $(seq 2 31); do
+  if [ $((v % 2)) = 0 ]; then r=run3; else r=run1; fi
+  "$B" publish $r --to deltas --full-every 0 > pub.txt || fail "publish $v: $(cat pub.txt)"
+  grep -q "version $v, a delta of version $((v - 1))" pub.txt || fail "publish $v: $(cat pub.txt)"
+  served $v || fail "delta $v was not applied: $(tail -3 serve_d.log)"
+done
+[ -n "${WRK:-}" ] && { kill -INT $WRK; wait $WRK || true; cat wrk_d.txt; }
+served_eq eval.txt || fail "the served chain (version 31, run1) differs from rectrain eval of run1"
+"$B" publish run3 --to deltas --full-every 0 >/dev/null && served 32 || fail "delta 32"
+served_eq eval3.txt || fail "the served chain (version 32, run3) differs from rectrain eval of run3"
+n=$(grep -c "(1 delta applied to version" serve_d.log)
+[ "$n" -ge 31 ] || fail "only $n versions were applied as one delta to the version before: $(grep serving serve_d.log | tail -3)"
+if [ -n "${WRK:-}" ]; then
+  grep -q "Non-2xx" wrk_d.txt && fail "failed requests while deltas were applied"
+  grep -q "Socket errors" wrk_d.txt && fail "socket errors while deltas were applied"
+  curl -sf "$U/metrics" | grep -q 'rectrain_serve_requests_total{code="5' && fail "5xx responses"
+fi
+# A delta made against another version 32 (of another directory) names 32 as its base but with
+# another manifest: refused, and version 32 keeps serving.
+cp -r deltas other && rm -rf other/32
+"$B" publish run1 --to other --full-every 0 >/dev/null && "$B" publish run3 --to other --full-every 0 >/dev/null || fail "publishing into other/"
+cp -r other/33 deltas/.tmp33 && mv deltas/.tmp33 deltas/33
+for i in $(seq 100); do grep -q "refused.*deltas/33" serve_d.log && break; sleep 0.05; done
+grep -q "refused.*deltas/33 is a delta of version 32 (manifest xxh64 [0-9a-f]*) but .*deltas/32/manifest.json has xxh64 [0-9a-f]*: the delta was made against another version 32; publish a full export.*still serving version 32" serve_d.log ||
+  fail "a delta of another base was not refused as such: $(grep deltas/33 serve_d.log)"
+curl -s -X POST "$U/v1/reload" -d '' -o body.txt -w '%{http_code}' | grep -q 409 || fail "/v1/reload of a delta of another base is not 409"
+grep -q "made against another version 32" body.txt || fail "reload error: $(cat body.txt)"
+served_eq eval3.txt || fail "version 32 stopped serving after the refusal"
+echo "30 deltas applied under load ($(grep -o "[0-9]* requests" wrk_d.txt 2>/dev/null), none failed), bit-equal to eval; a delta of another base refused"
 kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
 
 echo "== 5. off loopback a token is required"

@@ -13,6 +13,7 @@ int RunTrain(const std::vector<std::string>& args);
 int RunDoctor(const std::vector<std::string>& args);
 int RunEval(const std::vector<std::string>& args);
 int RunExport(const std::vector<std::string>& args);
+int RunPublish(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 int RunPredict(const std::vector<std::string>& args);
 int RunTune(const std::vector<std::string>& args);

@@ -1,10 +1,12 @@
-// `rectrain export`: a run's final model as a serving model (serve/export.h, docs/serving.md).
+// `rectrain export`: a run's final model as a serving model (serve/export.h, docs/serving.md);
+// `rectrain publish`: the same model into a served versions directory as a delta (serve/publish.h).
 #include <cstdio>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
 #include "rectrain/serve/export.h"
+#include "rectrain/serve/publish.h"
 #include "rectrain/train/trained_model.h"
 
 namespace rectrain::cli {
@@ -74,6 +76,56 @@ int RunExport(const std::vector<std::string>& args) {
               row_type.c_str(),
               report->rows_dropped > 0 ? (", " + std::to_string(report->rows_dropped) + " rows below --min-count left out").c_str() : "",
               static_cast<double>(report->bytes) / 1e6, report->seconds);
+  return 0;
+}
+
+int RunPublish(const std::vector<std::string>& args) {
+  const char* kCmd = "rectrain publish";
+  serve::PublishOptions o;
+  std::string run_dir;
+  std::string row_type = "fp32";
+  int64_t full_every = o.full_every, threads = 0;
+  FlagParser flags(kCmd, "RUN_DIR --to MODELS [--full-every N] [--rows fp32|fp16|int8] [--min-count N]",
+                   "Publishes RUN_DIR's final model into MODELS, the versions directory `rectrain serve` watches,\n"
+                   "as version newest+1: a serving delta of the newest version (the rows that differ from it\n"
+                   "as served, the ids gone, the dense parameters), or a full export when MODELS has none\n"
+                   "or --full-every deltas were published since the last. The online trainer publishes the\n"
+                   "same way from memory (docs/online.md).");
+  flags.Positional("RUN_DIR", &run_dir, true, "a run directory written by rectrain train");
+  flags.String("to", &o.versions_dir, "the versions directory (created if missing)");
+  flags.Int("full-every", &full_every, "a full export after N deltas in a row (0: deltas only, after the first)");
+  flags.String("rows", &row_type, "row storage of full exports (deltas take their base's)");
+  flags.Int("min-count", &o.min_count, "of full exports: keep rows updated at least N times (deltas take their base's)");
+  flags.Int("threads", &threads, "threads for loading (default: the run's)");
+  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  auto type = serve::ParseRowType(row_type);
+  if (!type.ok()) return ReportError(kCmd, type.status().WithContext("--rows"));
+  o.row_type = *type;
+  o.full_every = static_cast<int>(full_every);
+  auto publisher = serve::Publisher::Open(o);
+  if (!publisher.ok()) return ReportError(kCmd, publisher.status());
+  auto trained = train::LoadTrainedModel(run_dir, static_cast<int>(threads));
+  if (!trained.ok()) return ReportError(kCmd, trained.status());
+  std::vector<optim::ParamRef> params;
+  auto report = (*publisher)->Publish(SourceOf(*trained, run_dir, &params));
+  if (!report.ok()) return ReportError(kCmd, report.status());
+  const serve::PublishReport& r = *report;
+  if (r.full) {
+    std::printf("published %s to %s: version %lld, a full export, %lld rows, %.3f MB in %.3f s\n", run_dir.c_str(),
+                o.versions_dir.c_str(), static_cast<long long>(r.version), static_cast<long long>(r.rows),
+                static_cast<double>(r.bytes) / 1e6, r.seconds);
+  } else {
+    std::printf("published %s to %s: version %lld, a delta of version %lld, %lld rows changed, %lld ids removed, "
+                "%lld rows, %.3f MB in %.3f s\n",
+                run_dir.c_str(), o.versions_dir.c_str(), static_cast<long long>(r.version),
+                static_cast<long long>(r.base_version), static_cast<long long>(r.changed_rows),
+                static_cast<long long>(r.removed_ids), static_cast<long long>(r.rows),
+                static_cast<double>(r.bytes) / 1e6, r.seconds);
+  }
   return 0;
 }
 

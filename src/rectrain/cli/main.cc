@@ -25,6 +25,7 @@ const char kUsage[] =
     "  train        train a model from a YAML config (docs/config.md)\n"
     "  eval         evaluate a run's final model on data files\n"
     "  export       write a run's final model as a versioned serving model (docs/serving.md)\n"
+    "  publish      publish a run's final model into a served versions directory as a delta or a full export\n"
     "  serve        serve a model over HTTP/JSON: micro-batching, hot reload, /metrics\n"
     "  predict      score data files offline with a serving model\n"
     "  tune         search hyperparameters: parallel trials, ASHA / median stopping, TPE (docs/tune.md)\n"
@@ -43,6 +44,7 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
   if (cmd == "train") return RunTrain(rest);
   if (cmd == "eval") return RunEval(rest);
   if (cmd == "export") return RunExport(rest);
+  if (cmd == "publish") return RunPublish(rest);
   if (cmd == "serve") return RunServe(rest);
   if (cmd == "predict") return RunPredict(rest);
   if (cmd == "tune") return RunTune(rest);
@@ -68,7 +70,7 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
                                                              "\"; available: gen, check, stats, cache, convert"));
   }
   std::string msg = "unknown command \"" + cmd + "\"";
-  const char* known[] = {"data", "train", "tune", "eval", "export", "serve", "predict", "doctor", "quickstart", "runs", "ui", "help"};
+  const char* known[] = {"data", "train", "tune", "eval", "export", "publish", "serve", "predict", "doctor", "quickstart", "runs", "ui", "help"};
   for (const char* k : known) {
     if (config::EditDistance(cmd, k) <= 2) {
       msg += "; did you mean " + std::string(k) + "?";

@@ -10,6 +10,7 @@
 #include "rectrain/data/reader.h"
 #include "rectrain/io/file.h"
 #include "rectrain/serve/predictor.h"
+#include "rectrain/serve/publish.h"
 
 namespace rectrain::cli {
 
@@ -39,7 +40,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (files.empty() || out_path.empty()) return ReportError(kCmd, InvalidArgumentError("--data FILE and --out FILE are required"));
   if (threads < 1 || readers < 1 || batch < 1) return ReportError(kCmd, InvalidArgumentError("--threads, --readers and --batch-size must be >= 1"));
   Stopwatch sw;
-  auto predictor = serve::Predictor::Load(model_dir, {.threads = static_cast<int>(threads), .verify_checksums = true, .precision = precision});
+  auto predictor = serve::LoadModelDir(model_dir, {.threads = static_cast<int>(threads), .verify_checksums = true, .precision = precision});
   if (!predictor.ok()) return ReportError(kCmd, predictor.status());
   data::DataConfig dc = (*predictor)->data_config();
   dc.files = files;

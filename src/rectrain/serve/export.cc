@@ -18,8 +18,6 @@
 namespace rectrain::serve {
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string UtcNow() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -28,6 +26,8 @@ std::string UtcNow() {
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+namespace {
 
 int64_t VersionFromName(const std::string& dir) {
   const std::string name = fs::path(dir).lexically_normal().filename().string();
@@ -49,6 +49,24 @@ bool ProcessRuns(int64_t pid) {
 }
 
 }  // namespace
+
+Result<std::string> BeginExportDir(const fs::path& out, std::vector<std::string>* removed_stale) {
+  // Written beside the final directory, then renamed onto it: a watcher never sees half a model.
+  std::error_code ec;
+  if (!out.parent_path().empty()) fs::create_directories(out.parent_path(), ec);
+  *removed_stale = RemoveStaleExportDirs(out.parent_path().string());
+  const std::string tmp = ExportTempDir(out.string());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp + "/tables", ec)) return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");
+  return tmp;
+}
+
+Status CommitExportDir(const std::string& tmp, const fs::path& out) {
+  std::error_code ec;
+  fs::rename(tmp, out, ec);
+  if (ec) return ErrnoToStatus(ec.value(), "cannot rename " + tmp + " to " + out.string());
+  return OkStatus();
+}
 
 std::string ExportTempDir(const std::string& out_dir) {
   return fs::path(out_dir).lexically_normal().string() + std::string(kTmpMarker) + HostName() + "-" +
@@ -103,15 +121,8 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   m.min_count = o.min_count;
   m.tables.clear();
 
-  // Written beside the final directory, then renamed onto it: a watcher never sees half a model.
   const fs::path out = fs::path(o.out_dir).lexically_normal();
-  if (!out.parent_path().empty()) fs::create_directories(out.parent_path(), ec);
-  report.removed_stale = RemoveStaleExportDirs(out.parent_path().string());
-  const std::string tmp = ExportTempDir(out.string());
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp + "/tables", ec)) {
-    return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");
-  }
+  RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, BeginExportDir(out, &report.removed_stale));
   auto cleanup = [&](Status s) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
@@ -172,8 +183,7 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   if (st.ok()) st = io::WriteFileAtomically(tmp + "/manifest.json", ManifestToJson(m));
   if (!st.ok()) return cleanup(st);
   if (o.overwrite) fs::remove_all(out, ec);
-  fs::rename(tmp, out, ec);
-  if (ec) return cleanup(ErrnoToStatus(ec.value(), "cannot rename " + tmp + " to " + out.string()));
+  if (st = CommitExportDir(tmp, out); !st.ok()) return cleanup(st);
   report.seconds = sw.Seconds();
   return report;
 }

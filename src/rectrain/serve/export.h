@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +53,14 @@ Status CheckExportOptions(const ExportOptions& options);
 // Writes `source` into options.out_dir (through ExportTempDir, renamed when complete).
 // Errors: CheckExportOptions's, the file system's.
 Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions& options);
+
+// The directory `out` is written in (ExportTempDir, with a tables/ subdirectory), made after
+// removing the temporary directories of dead exports beside it (their paths in *removed_stale).
+Result<std::string> BeginExportDir(const std::filesystem::path& out, std::vector<std::string>* removed_stale);
+// Renames a complete `tmp` onto `out` (which must not exist).
+Status CommitExportDir(const std::string& tmp, const std::filesystem::path& out);
+// The current time, UTC, ISO 8601 (a manifest's "created").
+std::string UtcNow();
 
 // The directory an export to `out_dir` writes before renaming it onto `out_dir`:
 // "<out_dir>.tmp-<hostname>-<pid>" (the server ignores names that are not numbers).

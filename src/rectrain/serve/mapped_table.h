@@ -34,6 +34,21 @@ class MappedTable final : public embedding::TableReader {
   // The stored row of `id`, or 0 (the OOV row) when it has none.
   uint64_t RowOf(uint64_t id) const;
   int64_t rows() const { return static_cast<int64_t>(rows_); }
+  RowType type() const { return type_; }
+  // The stored (encoded) row of `id`, or nullptr when it has none; row 0, the OOV row.
+  const uint8_t* StoredRow(uint64_t id) const {
+    const uint64_t r = RowOf(id);
+    return r == 0 ? nullptr : row_data_ + r * row_bytes_;
+  }
+  const uint8_t* oov_row() const { return row_data_; }
+  // fn(id, encoded row) for every stored row but the OOV row, in slot order.
+  template <typename F>
+  void ForEachStored(F&& fn) const {
+    for (uint64_t s = 0; s <= mask_; ++s) {
+      const uint32_t r = slot_rows_[s];
+      if (r != 0 && r < rows_) fn(slot_ids_[s], row_data_ + r * row_bytes_);
+    }
+  }
   int64_t mapped_bytes() const { return static_cast<int64_t>(size_); }
 
  private:

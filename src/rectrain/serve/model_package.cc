@@ -16,11 +16,15 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/io/file.h"
+#include "rectrain/serve/internal/manifest_json.h"
 #include "rectrain/serve/internal/table_layout.h"
 
 namespace rectrain::serve {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using internal::FileFromJson;
+using internal::FileJson;
+using internal::Hex;
 
 std::string_view RowTypeName(RowType t) {
   switch (t) {
@@ -70,22 +74,6 @@ float HalfToFloat(uint16_t h) {
   if (e == 0) return std::bit_cast<float>(sign) + (sign ? -1.0f : 1.0f) * static_cast<float>(m) * 5.9604645e-8f;
   if (e == 31) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
   return std::bit_cast<float>(sign | ((e + 112) << 23) | (m << 13));
-}
-
-std::string Hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-json FileJson(const PackageFile& f) { return {{"path", f.path}, {"bytes", f.bytes}, {"xxh64", Hex(f.xxh64)}}; }
-
-PackageFile FileFromJson(const json& j) {
-  PackageFile f;
-  f.path = j.at("path").get<std::string>();
-  f.bytes = j.at("bytes").get<int64_t>();
-  f.xxh64 = std::stoull(j.at("xxh64").get<std::string>(), nullptr, 16);
-  return f;
 }
 
 }  // namespace
@@ -261,6 +249,10 @@ Result<PackageFile> DescribeFile(const std::string& dir, const std::string& rela
 Status VerifyPackage(const std::string& dir, const Manifest& m, bool checksums) {
   std::vector<const PackageFile*> files = {&m.config, &m.dense};
   for (const auto& t : m.tables) files.push_back(&t.file);
+  return VerifyFiles(dir, files, checksums);
+}
+
+Status VerifyFiles(const std::string& dir, const std::vector<const PackageFile*>& files, bool checksums) {
   for (const PackageFile* want : files) {
     const std::string path = dir + "/" + want->path;
     if (want->path.find("..") != std::string::npos || want->path.starts_with("/")) {

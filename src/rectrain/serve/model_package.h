@@ -83,6 +83,8 @@ Result<Manifest> ReadManifest(const std::string& dir);
 // reading with read(2) so that the pages do not count in the process's memory. DataLoss names
 // the file and what differs.
 Status VerifyPackage(const std::string& dir, const Manifest& m, bool checksums = true);
+// The same for any list of files of a directory (a delta's).
+Status VerifyFiles(const std::string& dir, const std::vector<const PackageFile*>& files, bool checksums);
 
 // XXH64 and size of a file (streamed).
 Result<PackageFile> DescribeFile(const std::string& dir, const std::string& relative_path);

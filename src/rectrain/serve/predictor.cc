@@ -12,7 +12,10 @@
 #include "rectrain/nn/loss.h"
 #include "rectrain/nn/model_config.h"
 #include "rectrain/ps/embedding_store.h"
+#include "rectrain/serve/delta.h"
+#include "rectrain/serve/internal/manifest_json.h"
 #include "rectrain/serve/mapped_table.h"
+#include "rectrain/serve/served_table.h"
 
 namespace rectrain::serve {
 
@@ -46,10 +49,12 @@ class GemmThreadsScope {
 }  // namespace
 
 struct Predictor::Impl {
+  PredictorOptions options;
+  std::string config_yaml;
   config::TrainConfig config;
   ComputeContext compute;
   std::unique_ptr<nn::Model> model;
-  std::vector<std::unique_ptr<MappedTable>> tables;
+  std::vector<std::unique_ptr<ServedTable>> tables;
   std::unique_ptr<ps::EmbeddingStore> store;
   bool all_dense = true;  // the model reads every dense column, in order
   std::vector<float> dense, logits, labels;
@@ -58,29 +63,22 @@ struct Predictor::Impl {
 Predictor::Predictor() : impl_(std::make_unique<Impl>()) {}
 Predictor::~Predictor() = default;
 
-Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const PredictorOptions& options) {
-  std::unique_ptr<Predictor> p(new Predictor());
-  p->dir_ = dir;
-  RECTRAIN_ASSIGN_OR_RETURN(p->manifest_, ReadManifest(dir));
-  const Manifest& m = p->manifest_;
-  // Sizes first: a version still being copied in is refused without hashing its files.
-  RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, /*checksums=*/false));
-  if (options.verify_checksums) {
-    RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, /*checksums=*/true));
-  }
-  Impl& s = *p->impl_;
-  RECTRAIN_ASSIGN_OR_RETURN(std::string yaml, io::ReadFileToString(dir + "/" + m.config.path));
-  RECTRAIN_ASSIGN_OR_RETURN(config::LoadedConfig lc, config::LoadTrainConfigFromString(yaml, dir + "/" + m.config.path, {}));
+Status Predictor::BuildModel(const std::string& yaml, const PredictorOptions& options) {
+  const Manifest& m = manifest_;
+  Impl& s = *impl_;
+  s.options = options;
+  s.config_yaml = yaml;
+  RECTRAIN_ASSIGN_OR_RETURN(config::LoadedConfig lc, config::LoadTrainConfigFromString(yaml, dir_ + "/" + m.config.path, {}));
   s.config = std::move(lc.config);
   if (s.config.model.type != m.model_type) {
-    return InvalidArgumentError(dir + "/manifest.json says model_type '" + m.model_type + "' but " + m.config.path +
+    return InvalidArgumentError(dir_ + "/manifest.json says model_type '" + m.model_type + "' but " + m.config.path +
                                 " describes model.type '" + s.config.model.type +
                                 "' (the files come from different exports; re-export the model)");
   }
   s.compute = ComputeContext{.num_threads = std::max(1, options.threads)};
-  p->data_config_ = s.config.data;
-  p->data_config_.files.clear();
-  p->data_config_.feature_stats = m.layout.stats;
+  data_config_ = s.config.data;
+  data_config_.files.clear();
+  data_config_.feature_stats = m.layout.stats;
   nn::ModelConfig mc = s.config.model;
   mc.num_tasks = static_cast<int>(m.task_names.size());
   if (options.precision == "fp32") {
@@ -95,28 +93,102 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const
                                                    s.config.embedding));
   const auto& specs = s.model->spec().tables;
   if (specs.size() != m.tables.size()) {
-    return InvalidArgumentError(dir + ": the model has " + std::to_string(specs.size()) + " embedding tables but the package " +
+    return InvalidArgumentError(dir_ + ": the model has " + std::to_string(specs.size()) + " embedding tables but the package " +
                                 std::to_string(m.tables.size()));
   }
-  std::vector<embedding::TableReader*> raw;
   for (size_t t = 0; t < specs.size(); ++t) {
     if (specs[t].name != m.tables[t].name) {
-      return InvalidArgumentError(dir + ": table " + std::to_string(t) + " is '" + m.tables[t].name + "' in the package but '" +
+      return InvalidArgumentError(dir_ + ": table " + std::to_string(t) + " is '" + m.tables[t].name + "' in the package but '" +
                                   specs[t].name + "' in the model");
     }
-    RECTRAIN_ASSIGN_OR_RETURN(auto table, MappedTable::Open(dir + "/" + m.tables[t].file.path, m.tables[t], specs[t]));
-    raw.push_back(table.get());
-    s.tables.push_back(std::move(table));
   }
-  RECTRAIN_RETURN_IF_ERROR(checkpoint::ReadDenseFile(dir + "/" + m.dense.path, s.model->Params(), {}))
-      << "while loading " << dir;
+  return OkStatus();
+}
+
+Status Predictor::Finish(const std::string& dense_path) {
+  Impl& s = *impl_;
+  RECTRAIN_RETURN_IF_ERROR(checkpoint::ReadDenseFile(dense_path, s.model->Params(), {})) << "while loading " << dir_;
+  std::vector<embedding::TableReader*> raw;
+  for (const auto& t : s.tables) raw.push_back(t.get());
   s.store = ps::MakeReadOnlyStore(s.model->spec(), std::move(raw));
+  const Manifest& m = manifest_;
   for (size_t i = 0; i < m.feature_columns.size(); ++i) {
     s.all_dense = s.all_dense && m.feature_columns[i] == static_cast<int>(i);
   }
   s.all_dense = s.all_dense && m.feature_columns.size() == m.dense_names.size();
+  RECTRAIN_ASSIGN_OR_RETURN(PackageFile mf, DescribeFile(dir_, "manifest.json"));
+  manifest_xxh64_ = mf.xxh64;
+  return OkStatus();
+}
+
+Result<std::unique_ptr<Predictor>> Predictor::Load(const std::string& dir, const PredictorOptions& options) {
+  std::unique_ptr<Predictor> p(new Predictor());
+  p->dir_ = dir;
+  RECTRAIN_ASSIGN_OR_RETURN(p->manifest_, ReadManifest(dir));
+  const Manifest& m = p->manifest_;
+  // Sizes first: a version still being copied in is refused without hashing its files.
+  RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, /*checksums=*/false));
+  if (options.verify_checksums) {
+    RECTRAIN_RETURN_IF_ERROR(VerifyPackage(dir, m, /*checksums=*/true));
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(std::string yaml, io::ReadFileToString(dir + "/" + m.config.path));
+  RECTRAIN_RETURN_IF_ERROR(p->BuildModel(yaml, options));
+  const auto& specs = p->impl_->model->spec().tables;
+  for (size_t t = 0; t < specs.size(); ++t) {
+    RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<MappedTable> table,
+                              MappedTable::Open(dir + "/" + m.tables[t].file.path, m.tables[t], specs[t]));
+    p->impl_->tables.push_back(std::make_unique<ServedTable>(std::shared_ptr<MappedTable>(std::move(table))));
+  }
+  RECTRAIN_RETURN_IF_ERROR(p->Finish(dir + "/" + m.dense.path));
   return p;
 }
+
+Result<std::unique_ptr<Predictor>> Predictor::ApplyDelta(const std::string& dir) const {
+  RECTRAIN_ASSIGN_OR_RETURN(const std::string text, io::ReadFileToString(dir + "/manifest.json"));
+  RECTRAIN_ASSIGN_OR_RETURN(const DeltaManifest dm, DeltaManifestFromJson(text, dir + "/manifest.json"));
+  if (dm.base_manifest_xxh64 != manifest_xxh64_) {
+    return FailedPreconditionError(dir + " is a delta of version " + std::to_string(dm.base_version) + " (manifest xxh64 " +
+                                   internal::Hex(dm.base_manifest_xxh64) + ") but the model it would apply to is " + dir_ +
+                                   ", version " + std::to_string(manifest_.version) + " (manifest xxh64 " +
+                                   internal::Hex(manifest_xxh64_) + "): publish a full export");
+  }
+  const PredictorOptions& options = impl_->options;
+  RECTRAIN_RETURN_IF_ERROR(VerifyDelta(dir, dm, /*checksums=*/false));
+  if (options.verify_checksums) RECTRAIN_RETURN_IF_ERROR(VerifyDelta(dir, dm, /*checksums=*/true));
+  if (dm.tables.size() != manifest_.tables.size()) {
+    return InvalidArgumentError(dir + " has " + std::to_string(dm.tables.size()) + " tables; the model has " +
+                                std::to_string(manifest_.tables.size()));
+  }
+  std::unique_ptr<Predictor> p(new Predictor());
+  p->dir_ = dir;
+  p->manifest_ = manifest_;
+  Manifest& m = p->manifest_;
+  m.version = dm.version;
+  m.created = dm.created;
+  m.trained_steps = dm.trained_steps;
+  m.source_run = dm.source_run;
+  RECTRAIN_RETURN_IF_ERROR(p->BuildModel(impl_->config_yaml, options));
+  for (size_t t = 0; t < dm.tables.size(); ++t) {
+    const DeltaTableEntry& e = dm.tables[t];
+    if (e.name != m.tables[t].name) {
+      return InvalidArgumentError(dir + ": table " + std::to_string(t) + " is '" + e.name + "' in the delta but '" +
+                                  m.tables[t].name + "' in the model");
+    }
+    RECTRAIN_ASSIGN_OR_RETURN(const TableDelta d, ReadTableDeltaFile(dir + "/" + e.file.path, e));
+    RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ServedTable> next, impl_->tables[t]->WithDelta(d));
+    if (next->rows() != e.rows) {
+      return DataLossError(dir + ": table '" + e.name + "' has " + std::to_string(next->rows()) +
+                           " rows once applied but the manifest says " + std::to_string(e.rows) + " (publish a full export)");
+    }
+    m.tables[t].rows = e.rows;
+    p->impl_->tables.push_back(std::move(next));
+  }
+  RECTRAIN_RETURN_IF_ERROR(p->Finish(dir + "/" + dm.dense.path));
+  return p;
+}
+
+const ServedTable& Predictor::table(size_t t) const { return *impl_->tables.at(t); }
+size_t Predictor::num_tables() const { return impl_->tables.size(); }
 
 int Predictor::outputs_per_row() const { return impl_->model->num_outputs(); }
 

@@ -18,6 +18,7 @@
 #include "rectrain/data/batch.h"
 #include "rectrain/data/row_parser.h"
 #include "rectrain/serve/model_package.h"
+#include "rectrain/serve/served_table.h"
 
 namespace rectrain::serve {
 
@@ -45,6 +46,18 @@ class Predictor {
   static Result<std::unique_ptr<Predictor>> Load(const std::string& dir, const PredictorOptions& options);
   ~Predictor();
 
+  // A new predictor: this model with the serving delta in `dir` (delta.h) applied, sharing this
+  // one's mapped tables; this one is unchanged and may go on scoring meanwhile. Errors:
+  // FailedPrecondition when the delta's base is not this model (its manifest's XXH64 differs),
+  // DataLoss (missing, truncated or corrupt files), InvalidArgument (other tables).
+  Result<std::unique_ptr<Predictor>> ApplyDelta(const std::string& dir) const;
+
+  // XXH64 of the manifest.json this model was loaded or last delta-applied from: what a delta
+  // names as its base.
+  uint64_t manifest_xxh64() const { return manifest_xxh64_; }
+  size_t num_tables() const;
+  const ServedTable& table(size_t t) const;  // model order
+
   const Manifest& manifest() const { return manifest_; }
   const std::string& dir() const { return dir_; }
   // Probabilities per row: one per task (CTR and multi-task models) or per class (model.num_classes).
@@ -66,7 +79,12 @@ class Predictor {
  private:
   struct Impl;
   Predictor();
+  // From the config text: the model, the data config; checks the tables against the manifest.
+  Status BuildModel(const std::string& yaml, const PredictorOptions& options);
+  // Reads the dense parameters, makes the store over impl_->tables, hashes dir_/manifest.json.
+  Status Finish(const std::string& dense_path);
   Manifest manifest_;
+  uint64_t manifest_xxh64_ = 0;
   std::string dir_;
   data::DataConfig data_config_;
   std::unique_ptr<Impl> impl_;

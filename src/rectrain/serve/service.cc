@@ -21,6 +21,7 @@
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/serve/predictor.h"
+#include "rectrain/serve/publish.h"
 
 namespace rectrain::serve {
 namespace fs = std::filesystem;
@@ -338,18 +339,22 @@ struct ModelService::Impl {
     return current;
   }
 
-  // The complete version directories (a number for a name, with a manifest), newest first.
-  std::vector<std::pair<int64_t, std::string>> Versions() const {
-    std::vector<std::pair<int64_t, std::string>> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(options.model_path, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!IsVersionName(name)) continue;
-      if (!fs::exists(e.path() / "manifest.json", ec)) continue;
-      out.emplace_back(std::stoll(name), e.path().string());
+  std::vector<std::pair<int64_t, std::string>> Versions() const { return ListVersions(options.model_path); }
+
+  // Version `dir_number` of the versions directory: deltas applied to the current model when it
+  // is their base, else the full export under it and the deltas since. `how` says which.
+  Result<std::unique_ptr<Predictor>> LoadVersion(int64_t dir_number, const PredictorOptions& po, std::string* how) {
+    std::shared_ptr<Loaded> cur = Current();
+    RECTRAIN_ASSIGN_OR_RETURN(const VersionChain chain,
+                              ResolveVersion(options.model_path, dir_number, cur ? cur->version : -1,
+                                             cur ? cur->predictor->manifest_xxh64() : 0));
+    const size_t deltas = static_cast<size_t>(chain.deltas_since_full);
+    if (chain.from_current) {
+      *how = std::to_string(deltas) + (deltas == 1 ? " delta" : " deltas") + " applied to version " + std::to_string(cur->version);
+    } else if (deltas > 0) {
+      *how = "the full export " + chain.dirs[0] + " and " + std::to_string(deltas) + (deltas == 1 ? " delta" : " deltas");
     }
-    std::sort(out.rbegin(), out.rend());
-    return out;
+    return LoadChain(chain, po, cur ? cur->predictor.get() : nullptr);
   }
 
   // At start: the newest version that loads (older ones stand in for a refused newest one).
@@ -384,7 +389,8 @@ struct ModelService::Impl {
   Status LoadAndSwap(const std::string& dir, int64_t dir_number, bool* reloaded) {
     Stopwatch sw;
     PredictorOptions po{.threads = options.threads, .verify_checksums = options.verify_checksums, .precision = options.precision};
-    Result<std::unique_ptr<Predictor>> p = Predictor::Load(dir, po);
+    std::string how = "loaded";
+    Result<std::unique_ptr<Predictor>> p = dir_number >= 0 ? LoadVersion(dir_number, po, &how) : LoadModelDir(dir, po);
     if (!p.ok()) {
       if (metrics.reload_failed) metrics.reload_failed->Increment();
       log() << "rectrain serve: refused " << dir << ": " << p.status().ToString() << " (still serving version "
@@ -416,7 +422,7 @@ struct ModelService::Impl {
     if (metrics.reload_ok) metrics.reload_ok->Increment();
     if (metrics.version) metrics.version->Set(static_cast<double>(loaded->version));
     if (metrics.ready) metrics.ready->Set(1);
-    log() << "rectrain serve: serving version " << loaded->version << " from " << dir << " (loaded in "
+    log() << "rectrain serve: serving version " << loaded->version << " from " << dir << " (" << how << " in "
           << static_cast<int64_t>(sw.Seconds() * 1000) << " ms)\n";
     *reloaded = true;
     return OkStatus();

@@ -1,0 +1,242 @@
+// rectrain/serve/publish.cc: see publish.h.
+#include "rectrain/serve/publish.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <unordered_set>
+
+#include "rectrain/base/stopwatch.h"
+#include "rectrain/checkpoint/dense_file.h"
+#include "rectrain/io/file.h"
+#include "rectrain/serve/delta.h"
+#include "rectrain/serve/internal/manifest_json.h"
+
+namespace rectrain::serve {
+namespace fs = std::filesystem;
+
+std::vector<std::pair<int64_t, std::string>> ListVersions(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!IsVersionName(name)) continue;
+    if (!fs::exists(e.path() / "manifest.json", ec)) continue;
+    out.emplace_back(std::stoll(name), e.path().string());
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+Result<VersionChain> ResolveVersion(const std::string& versions_dir, int64_t version, int64_t current_version,
+                                    uint64_t current_xxh64) {
+  VersionChain chain;
+  std::string dir = (fs::path(versions_dir) / std::to_string(version)).string();
+  while (true) {
+    RECTRAIN_ASSIGN_OR_RETURN(const std::string text, io::ReadFileToString(dir + "/manifest.json"));
+    chain.dirs.push_back(dir);
+    if (!IsDeltaManifest(text)) break;  // a full export (or not one: its loader says why)
+    RECTRAIN_ASSIGN_OR_RETURN(const DeltaManifest dm, DeltaManifestFromJson(text, dir + "/manifest.json"));
+    ++chain.deltas_since_full;
+    if (dm.base_version == current_version && dm.base_manifest_xxh64 == current_xxh64) {
+      chain.from_current = true;
+      break;
+    }
+    const std::string base = (fs::path(versions_dir) / std::to_string(dm.base_version)).string();
+    const std::string why = dir + " is a delta of version " + std::to_string(dm.base_version) + " (manifest xxh64 " +
+                            internal::Hex(dm.base_manifest_xxh64) + ") but ";
+    Result<PackageFile> base_manifest = DescribeFile(base, "manifest.json");
+    if (!base_manifest.ok()) {
+      return FailedPreconditionError(why + base + " cannot be read (" + base_manifest.status().ToString() +
+                                     "); publish a full export");
+    }
+    if (base_manifest->xxh64 != dm.base_manifest_xxh64) {
+      return FailedPreconditionError(why + base + "/manifest.json has xxh64 " + internal::Hex(base_manifest->xxh64) +
+                                     ": the delta was made against another version " + std::to_string(dm.base_version) +
+                                     "; publish a full export");
+    }
+    if (dm.base_version >= dm.version) {
+      return DataLossError(dir + " names version " + std::to_string(dm.base_version) + " as its base, not an older one");
+    }
+    dir = base;
+  }
+  std::reverse(chain.dirs.begin(), chain.dirs.end());
+  return chain;
+}
+
+Result<std::unique_ptr<Predictor>> LoadChain(const VersionChain& chain, const PredictorOptions& options,
+                                             const Predictor* current) {
+  std::unique_ptr<Predictor> p;
+  size_t i = 0;
+  if (!chain.from_current) {
+    RECTRAIN_ASSIGN_OR_RETURN(p, Predictor::Load(chain.dirs[0], options));
+    i = 1;
+  }
+  for (; i < chain.dirs.size(); ++i) {
+    const Predictor& base = p ? *p : *current;
+    RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Predictor> next, base.ApplyDelta(chain.dirs[i]));
+    p = std::move(next);
+  }
+  return p;
+}
+
+Result<std::unique_ptr<Predictor>> LoadModelDir(const std::string& dir, const PredictorOptions& options) {
+  Result<std::string> text = io::ReadFileToString(dir + "/manifest.json");
+  if (!text.ok() || !IsDeltaManifest(*text)) return Predictor::Load(dir, options);
+  const fs::path path = fs::path(dir).lexically_normal();
+  const std::string name = path.filename().string();
+  if (!IsVersionName(name)) {
+    return InvalidArgumentError(dir + " is a serving delta outside a versions directory (name it by its version, beside "
+                                "the versions it applies to)");
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(const VersionChain chain, ResolveVersion(path.parent_path().string(), std::stoll(name)));
+  return LoadChain(chain, options);
+}
+
+namespace {
+
+// The changes of one table: rows of `now` (at least min_count updates) whose encoding differs
+// from `served`'s or that it lacks, and the ids `served` has that `now` does not.
+Result<TableDelta> DiffTable(const embedding::EmbeddingTable& now, const ServedTable& served, int64_t min_count) {
+  TableDelta d;
+  d.dim = served.dim();
+  d.type = served.type();
+  const size_t rb = static_cast<size_t>(RowBytes(d.type, d.dim));
+  std::vector<uint64_t> ids;
+  std::vector<uint8_t> rows, enc(rb);
+  std::unordered_set<uint64_t> present;
+  present.reserve(static_cast<size_t>(served.rows()));
+  RECTRAIN_RETURN_IF_ERROR(now.ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
+    if (static_cast<int64_t>(updates) < min_count) return;
+    present.insert(id);
+    EncodeRow(d.type, w.data(), d.dim, enc.data());
+    const uint8_t* old = served.Find(id);
+    if (old != nullptr && std::memcmp(old, enc.data(), rb) == 0) return;
+    ids.push_back(id);
+    rows.insert(rows.end(), enc.begin(), enc.end());
+  }));
+  served.ForEachRow([&](uint64_t id, const uint8_t*) {
+    if (!present.contains(id)) d.removed.push_back(id);
+  });
+  std::sort(d.removed.begin(), d.removed.end());
+  // Ids ascending, so that the file does not depend on the table's shard layout.
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  d.ids.reserve(ids.size());
+  d.rows.reserve(rows.size());
+  for (size_t i : order) {
+    d.ids.push_back(ids[i]);
+    d.rows.insert(d.rows.end(), rows.begin() + static_cast<std::ptrdiff_t>(i * rb),
+                  rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * rb));
+  }
+  d.oov.resize(rb);
+  EncodeRow(d.type, now.OovWeights().data(), d.dim, d.oov.data());
+  return d;
+}
+
+}  // namespace
+
+Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& base, int64_t base_version,
+                                 const std::string& out_dir, int64_t version) {
+  Stopwatch sw;
+  if (source.tables.size() != base.num_tables()) {
+    return InvalidArgumentError("the model has " + std::to_string(source.tables.size()) + " tables, version " +
+                                std::to_string(base_version) + " " + std::to_string(base.num_tables()) +
+                                " (publish a full export)");
+  }
+  PublishReport report{.version = version, .full = false, .base_version = base_version};
+  DeltaManifest m;
+  m.version = version;
+  m.base_version = base_version;
+  m.base_manifest_xxh64 = base.manifest_xxh64();
+  m.created = UtcNow();
+  m.trained_steps = source.description.trained_steps;
+  m.source_run = source.description.source_run;
+  const fs::path out = fs::path(out_dir).lexically_normal();
+  std::vector<std::string> removed_stale;
+  RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, BeginExportDir(out, &removed_stale));
+  auto write = [&]() -> Status {
+    RECTRAIN_RETURN_IF_ERROR(checkpoint::WriteDenseFile(tmp + "/dense.bin", source.params, {}));
+    RECTRAIN_ASSIGN_OR_RETURN(m.dense, DescribeFile(tmp, "dense.bin"));
+    report.bytes += m.dense.bytes;
+    for (size_t t = 0; t < source.tables.size(); ++t) {
+      const ServedTable& served = base.table(t);
+      const std::string name = source.tables[t]->config().name;
+      if (name != served.config().name || source.tables[t]->dim() != served.dim()) {
+        return InvalidArgumentError("table " + std::to_string(t) + " is '" + name + "' (dim " +
+                                    std::to_string(source.tables[t]->dim()) + ") in the model but '" +
+                                    served.config().name + "' (dim " + std::to_string(served.dim()) + ") in version " +
+                                    std::to_string(base_version) + " (publish a full export)");
+      }
+      RECTRAIN_ASSIGN_OR_RETURN(const TableDelta d, DiffTable(*source.tables[t], served, base.manifest().min_count));
+      DeltaTableEntry e{.name = name, .dim = d.dim, .type = d.type};
+      e.changed = static_cast<int64_t>(d.ids.size());
+      e.removed = static_cast<int64_t>(d.removed.size());
+      RECTRAIN_ASSIGN_OR_RETURN(const std::unique_ptr<ServedTable> after, served.WithDelta(d));
+      e.rows = after->rows();
+      const std::string rel = "tables/" + name + ".delta";
+      RECTRAIN_RETURN_IF_ERROR(WriteTableDeltaFile(tmp + "/" + rel, d));
+      RECTRAIN_ASSIGN_OR_RETURN(e.file, DescribeFile(tmp, rel));
+      report.bytes += e.file.bytes;
+      report.changed_rows += e.changed;
+      report.removed_ids += e.removed;
+      report.rows += e.rows - 1;
+      m.tables.push_back(std::move(e));
+    }
+    RECTRAIN_RETURN_IF_ERROR(io::WriteFileAtomically(tmp + "/manifest.json", DeltaManifestToJson(m)));
+    return CommitExportDir(tmp, out);
+  };
+  if (Status st = write(); !st.ok()) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    return st;
+  }
+  report.seconds = sw.Seconds();
+  return report;
+}
+
+Result<std::unique_ptr<Publisher>> Publisher::Open(const PublishOptions& options) {
+  if (options.versions_dir.empty()) return InvalidArgumentError("a versions directory is required (--to MODELS)");
+  if (options.full_every < 0) return InvalidArgumentError("full_every must be >= 0");
+  std::unique_ptr<Publisher> p(new Publisher(options));
+  const auto versions = ListVersions(options.versions_dir);
+  if (versions.empty()) return p;
+  p->newest_ = versions.front().first;
+  Result<VersionChain> chain = ResolveVersion(options.versions_dir, p->newest_);
+  if (!chain.ok()) return p;  // the next publish is a full export
+  Result<std::unique_ptr<Predictor>> view = LoadChain(*chain, options.view);
+  if (!view.ok()) return p;
+  p->view_ = std::move(view).value();
+  p->view_version_ = p->newest_;
+  p->deltas_since_full_ = chain->deltas_since_full;
+  return p;
+}
+
+Result<PublishReport> Publisher::Publish(const ModelSource& source) {
+  // Numbers only grow, also past versions that others put in the directory meanwhile.
+  const auto versions = ListVersions(options_.versions_dir);
+  if (!versions.empty()) newest_ = std::max(newest_, versions.front().first);
+  const int64_t version = newest_ + 1;
+  const std::string out = (fs::path(options_.versions_dir) / std::to_string(version)).string();
+  const bool full = !view_ || view_version_ != newest_ ||
+                    (options_.full_every > 0 && deltas_since_full_ >= options_.full_every);
+  PublishReport report;
+  if (full) {
+    ExportOptions eo{.out_dir = out, .version = version, .min_count = options_.min_count, .row_type = options_.row_type};
+    RECTRAIN_ASSIGN_OR_RETURN(ExportReport er, ExportModel(source, eo));
+    report = PublishReport{.version = version, .full = true, .changed_rows = er.rows_kept, .rows = er.rows_kept,
+                           .bytes = er.bytes, .seconds = er.seconds};
+    RECTRAIN_ASSIGN_OR_RETURN(view_, Predictor::Load(out, options_.view));
+    deltas_since_full_ = 0;
+  } else {
+    RECTRAIN_ASSIGN_OR_RETURN(report, WriteDelta(source, *view_, view_version_, out, version));
+    RECTRAIN_ASSIGN_OR_RETURN(view_, view_->ApplyDelta(out));
+    ++deltas_since_full_;
+  }
+  view_version_ = newest_ = version;
+  return report;
+}
+
+}  // namespace rectrain::serve

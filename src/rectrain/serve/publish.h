@@ -1,0 +1,94 @@
+// rectrain/serve/publish.h: publishing a training model into a versions directory that
+// `rectrain serve` watches, as full exports and serving deltas (delta.h), and resolving what a
+// version of such a directory is (a full export, or a chain of deltas resting on one).
+//
+// A delta is the exact difference between the model and the newest published version *as it is
+// served* (the publisher holds that view, loaded as the server loads it): rows whose encoded
+// bytes differ or that are new, ids that lost their row, the OOV row and all dense parameters.
+// So a served chain of deltas scores bit for bit as a full export of the same state, whatever
+// happened in between (evictions, a trainer resumed from an older checkpoint).
+//
+// The online trainer calls Publisher::Publish with its in-memory model every publish interval;
+// `rectrain publish RUN_DIR --to MODELS` does one publish of a run's final model.
+//
+// Thread safety: a Publisher is used by one thread; the functions are reentrant. One publisher
+// per versions directory (two would number their versions alike).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rectrain/base/result.h"
+#include "rectrain/serve/export.h"
+#include "rectrain/serve/predictor.h"
+
+namespace rectrain::serve {
+
+// The version directories of `dir` (a number for a name, with a manifest.json), newest first.
+std::vector<std::pair<int64_t, std::string>> ListVersions(const std::string& dir);
+
+// What loading version `version` of `versions_dir` takes: `dirs`, oldest first, each a delta of
+// the one before; the first is a full export, or (from_current) a delta of the model given as
+// current (its version number and manifest XXH64), to which the chain then applies.
+struct VersionChain {
+  std::vector<std::string> dirs;
+  bool from_current = false;
+  int deltas_since_full = 0;  // deltas between the full export the chain rests on and `version`
+};
+// FailedPrecondition naming the delta and what its base should have been when a delta's base
+// version is missing or has another manifest than the one the delta was made against.
+Result<VersionChain> ResolveVersion(const std::string& versions_dir, int64_t version, int64_t current_version = -1,
+                                    uint64_t current_xxh64 = 0);
+// Loads a resolved chain (`current` when chain.from_current: the model it applies to).
+Result<std::unique_ptr<Predictor>> LoadChain(const VersionChain& chain, const PredictorOptions& options,
+                                             const Predictor* current = nullptr);
+
+// A model directory (a full export) or a delta in a versions directory (MODELS/8: its chain is
+// loaded from MODELS, as `rectrain serve MODELS` would serve version 8).
+Result<std::unique_ptr<Predictor>> LoadModelDir(const std::string& dir, const PredictorOptions& options);
+
+struct PublishOptions {
+  std::string versions_dir;
+  int full_every = 10;                // a full export after this many deltas in a row (0: only the first)
+  RowType row_type = RowType::kFp32;  // of full exports; a delta takes its base's
+  int64_t min_count = 0;              // of full exports; a delta takes its base's
+  PredictorOptions view{.threads = 1};  // how the publisher loads the served view
+};
+
+struct PublishReport {
+  int64_t version = 0;
+  bool full = false;
+  int64_t base_version = 0;             // a delta's
+  int64_t changed_rows = 0, removed_ids = 0, rows = 0;  // all tables (rows: after publishing)
+  int64_t bytes = 0;                    // of the files written
+  double seconds = 0;
+};
+
+// Writes `source` as a delta of `base` (the model as served, version `base_version`) into
+// out_dir (through ExportTempDir, renamed when complete) as version `version`.
+Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& base, int64_t base_version,
+                                 const std::string& out_dir, int64_t version);
+
+class Publisher {
+ public:
+  // Loads the newest version of versions_dir (if any) as its view; a version that does not load
+  // is not an error: the next publish is then a full export.
+  static Result<std::unique_ptr<Publisher>> Open(const PublishOptions& options);
+  // Publishes `source` as version newest + 1: a full export when there is no view or full_every
+  // deltas were published since the last full one, else a delta of the view. The view becomes
+  // what was written, read back as a server reads it.
+  Result<PublishReport> Publish(const ModelSource& source);
+
+ private:
+  explicit Publisher(PublishOptions options) : options_(std::move(options)) {}
+  PublishOptions options_;
+  std::unique_ptr<Predictor> view_;
+  int64_t view_version_ = 0;
+  int64_t newest_ = 0;
+  int deltas_since_full_ = 0;
+};
+
+}  // namespace rectrain::serve
