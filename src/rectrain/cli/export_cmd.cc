@@ -85,7 +85,7 @@ int RunPublish(const std::vector<std::string>& args) {
   std::string run_dir;
   std::string row_type = "fp32";
   int64_t full_every = o.full_every, threads = 0;
-  FlagParser flags(kCmd, "RUN_DIR --to MODELS [--full-every N] [--rows fp32|fp16|int8] [--min-count N]",
+  FlagParser flags(kCmd, "RUN_DIR --to MODELS [--full] [--full-every N] [--rows fp32|fp16|int8] [--min-count N]",
                    "Publishes RUN_DIR's final model into MODELS, the versions directory `rectrain serve` watches,\n"
                    "as version newest+1: a serving delta of the newest version (the rows that differ from it\n"
                    "as served, the ids gone, the dense parameters), or a full export when MODELS has none\n"
@@ -94,6 +94,7 @@ int RunPublish(const std::vector<std::string>& args) {
   flags.Positional("RUN_DIR", &run_dir, true, "a run directory written by rectrain train");
   flags.String("to", &o.versions_dir, "the versions directory (created if missing)");
   flags.Int("full-every", &full_every, "a full export after N deltas in a row (0: deltas only, after the first)");
+  flags.Bool("full", &o.full_first, "write a full export now (another model, or to restart a chain)");
   flags.String("rows", &row_type, "row storage of full exports (deltas take their base's)");
   flags.Int("min-count", &o.min_count, "of full exports: keep rows updated at least N times (deltas take their base's)");
   flags.Int("threads", &threads, "threads for loading (default: the run's)");

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 #include <unordered_set>
+#include <utility>
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/checkpoint/dense_file.h"
@@ -220,7 +221,7 @@ Result<PublishReport> Publisher::Publish(const ModelSource& source) {
   if (!versions.empty()) newest_ = std::max(newest_, versions.front().first);
   const int64_t version = newest_ + 1;
   const std::string out = (fs::path(options_.versions_dir) / std::to_string(version)).string();
-  const bool full = !view_ || view_version_ != newest_ ||
+  const bool full = !view_ || view_version_ != newest_ || std::exchange(options_.full_first, false) ||
                     (options_.full_every > 0 && deltas_since_full_ >= options_.full_every);
   PublishReport report;
   if (full) {

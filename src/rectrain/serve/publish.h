@@ -53,6 +53,7 @@ Result<std::unique_ptr<Predictor>> LoadModelDir(const std::string& dir, const Pr
 struct PublishOptions {
   std::string versions_dir;
   int full_every = 10;                // a full export after this many deltas in a row (0: only the first)
+  bool full_first = false;            // the first Publish writes a full export whatever the view
   RowType row_type = RowType::kFp32;  // of full exports; a delta takes its base's
   int64_t min_count = 0;              // of full exports; a delta takes its base's
   PredictorOptions view{.threads = 1};  // how the publisher loads the served view
