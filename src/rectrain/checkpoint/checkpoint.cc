@@ -10,9 +10,11 @@
 #include <ctime>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
 
 #include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/fs/file_system.h"
 
 namespace rectrain::checkpoint {
 namespace fs = std::filesystem;
@@ -238,30 +240,59 @@ Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
   return meta;
 }
 
-std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& checkpoints_dir) {
-  std::vector<std::pair<int64_t, std::string>> out;
-  std::error_code ec;
-  fs::directory_iterator it(checkpoints_dir, ec);
-  if (ec) return out;
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos) continue;
-    const std::string digits = name.substr(5);
-    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
-    if (!fs::exists(entry.path() / "meta.json", ec)) continue;
-    out.emplace_back(std::stoll(digits), entry.path().string());
+namespace {
+
+// N of "step-N" (digits only), else -1.
+int64_t StepOf(const std::string& name) {
+  if (name.rfind("step-", 0) != 0) return -1;
+  const std::string digits = name.substr(5);
+  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  return std::stoll(digits);
+}
+
+// Every step-N directory under `dir` (any FileSystem), with whether it holds meta.json: only
+// those are complete, since meta.json is written (or uploaded) last.
+std::vector<std::tuple<int64_t, std::string, bool>> StepDirs(const std::string& dir) {
+  std::vector<std::tuple<int64_t, std::string, bool>> out;
+  io::FileSystem& fs = io::FileSystemFor(dir);
+  Result<std::vector<io::DirEntry>> entries = fs.List(dir, /*recursive=*/false);
+  if (!entries.ok()) return out;
+  for (const io::DirEntry& e : *entries) {
+    const int64_t step = StepOf(e.name);
+    if (!e.is_dir || step < 0) continue;
+    const std::string path = io::JoinPath(dir, e.name);
+    out.emplace_back(step, path, fs.Stat(io::JoinPath(path, "meta.json")).ok());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep) {
-  auto all = ListCheckpoints(checkpoints_dir);
-  std::error_code ec;
-  for (int64_t i = 0; i + keep < static_cast<int64_t>(all.size()); ++i) {
-    fs::remove_all(all[i].second, ec);
-    if (ec) return FsError(ec, "cannot remove old checkpoint " + all[i].second);
+}  // namespace
+
+std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& checkpoints_dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (const auto& [step, path, complete] : StepDirs(checkpoints_dir)) {
+    if (complete) out.emplace_back(step, path);
   }
+  return out;
+}
+
+Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep) {
+  io::FileSystem& fs = io::FileSystemFor(checkpoints_dir);
+  const auto all = ListCheckpoints(checkpoints_dir);
+  for (int64_t i = 0; i + keep < static_cast<int64_t>(all.size()); ++i) {
+    RECTRAIN_RETURN_IF_ERROR(fs.RemoveAll(all[i].second)) << "while removing an old checkpoint";
+  }
+  if (fs.remote()) {
+    // Uploads that never completed (no meta.json), older than the newest complete checkpoint.
+    for (const auto& [step, path, complete] : StepDirs(checkpoints_dir)) {
+      if (!complete && !all.empty() && step < all.back().first) {
+        RECTRAIN_RETURN_IF_ERROR(fs.RemoveAll(path)) << "while removing an incomplete checkpoint";
+      }
+    }
+    return OkStatus();
+  }
+  std::error_code ec;
   fs::directory_iterator it(checkpoints_dir, ec);
   if (ec) return OkStatus();
   for (const auto& entry : it) {

@@ -35,6 +35,7 @@ int RunServe(const std::vector<std::string>& args) {
   flags.Int("max-wait-us", &max_wait_us, "how long a request waits for others to batch with (default 1000)");
   flags.Int("max-request-rows", &max_rows, "rows per request at most (default 10000; more: 413)");
   flags.Int("max-body-bytes", &max_body, "request body limit (default 32 MiB; more: 413)");
+  flags.String("cache-dir", &so.cache_dir, "MODEL_PATH on an object store (s3://...): local copy of its versions (default .rectrain/model-cache/...)");
   flags.Int("poll-ms", &poll_ms, "how often a versions directory is checked (default 2000; 0: only on /v1/reload)");
   flags.String("precision", &precision, "GEMM precision: fp32 or bf16 (default: the model's; predictions then equal rectrain eval's)");
   flags.Bool("no-verify", &no_verify, "skip the checksum pass when loading (faster cold start; sizes are still checked)");

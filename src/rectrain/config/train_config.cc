@@ -232,6 +232,11 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   t.eval_every_steps = b.Int("train.eval_every_steps", 0, Range::Closed(0, kMaxInt));
   t.checkpoint_every_steps = b.Int("train.checkpoint_every_steps", 0, Range::Closed(0, kMaxInt));
   t.keep_checkpoints = b.Int("train.keep_checkpoints", 3, Range::Closed(1, 1000000));
+  t.checkpoint_dir = b.String("train.checkpoint_dir", "");
+  if (!t.checkpoint_dir.empty() && t.checkpoint_dir.rfind("s3://", 0) != 0) {
+    b.AddError("train.checkpoint_dir", "must be an object-store prefix such as s3://bucket/runs/x/checkpoints "
+               "(local checkpoints always live in RUN_DIR/checkpoints), got \"" + t.checkpoint_dir + "\"");
+  }
   t.log_every_steps = b.Int("train.log_every_steps", 100, Range::Closed(1, kMaxInt));
   t.early_stopping.metric = b.String("train.early_stopping.metric", "auc", {"auc", "logloss", "accuracy"});
   t.accumulate_steps = b.Int("train.accumulate_steps", 1, Range::Closed(1, 4096));

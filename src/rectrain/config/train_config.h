@@ -43,6 +43,10 @@ struct TrainerSettings {
   int64_t eval_every_steps = 0;        // 0 = evaluate only at the end of each epoch
   int64_t checkpoint_every_steps = 0;  // 0 = checkpoint only at the end (and on SIGINT/SIGTERM)
   int64_t keep_checkpoints = 3;
+  // Where checkpoints are kept besides RUN_DIR/checkpoints/ (their local staging copy): empty, or
+  // an object-store prefix such as s3://bucket/runs/x/checkpoints that each checkpoint is
+  // uploaded to (meta.json last) and --resume reads from (docs/storage.md).
+  std::string checkpoint_dir;
   int64_t log_every_steps = 100;
   // Gradient accumulation: every step's batch is run through the model in this many slices (the
   // activations of one slice in memory at a time) whose gradients are summed before one update.

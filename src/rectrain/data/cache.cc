@@ -434,17 +434,17 @@ Result<std::string> CacheKey(const DataConfig& config) {
   key += internal::DataSignature(config);
   key += "max_bad_rows=" + std::to_string(config.max_bad_rows) + "\n";
   RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config.files));
-  for (const std::string& p : paths) {
-    RECTRAIN_ASSIGN_OR_RETURN(io::FileFingerprint fp, io::Fingerprint(p));
-    key += "file=" + std::to_string(p.size()) + ":" + p + " " + fp.ToString() + "\n";
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<io::FileFingerprint> fps, io::FingerprintAll(paths));
+  for (size_t i = 0; i < paths.size(); ++i) {
+    key += "file=" + std::to_string(paths[i].size()) + ":" + paths[i] + " " + fps[i].ToString() + "\n";
   }
   if (NeedsStats(config)) {
     // Standardize/quantiles statistics come from these files: other statistics, other rows.
     const std::vector<std::string>& stats = config.stats_files.empty() ? config.files : config.stats_files;
     RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> spaths, io::ExpandPaths(stats));
-    for (const std::string& p : spaths) {
-      RECTRAIN_ASSIGN_OR_RETURN(io::FileFingerprint fp, io::Fingerprint(p));
-      key += "stats_file=" + std::to_string(p.size()) + ":" + p + " " + fp.ToString() + "\n";
+    RECTRAIN_ASSIGN_OR_RETURN(std::vector<io::FileFingerprint> sfps, io::FingerprintAll(spaths));
+    for (size_t i = 0; i < spaths.size(); ++i) {
+      key += "stats_file=" + std::to_string(spaths[i].size()) + ":" + spaths[i] + " " + sfps[i].ToString() + "\n";
     }
   }
   return key;

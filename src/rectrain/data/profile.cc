@@ -9,7 +9,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/transform.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/fs/file_system.h"
 #include "rectrain/io/parquet/parquet_file.h"
 
 namespace rectrain::data {
@@ -150,15 +150,15 @@ bool SplitFields(std::string_view line, char delim, std::vector<std::string>* fi
 }
 
 // Whether a text profile stops here: `cap` rows (good + bad) read and more follow.
-bool AtCap(std::ifstream& in, const FileResult& r, int64_t cap) {
+bool AtCap(const io::LineReader& in, const FileResult& r, int64_t cap) {
   if (cap <= 0 || r.file.rows + r.file.bad_rows < cap) return false;
-  return in.peek() != std::char_traits<char>::eof();
+  return !in.AtEnd();
 }
 
 Status ProfileText(const std::string& path, const std::string& format, const SchemaConfig& schema,
                    const LabelSpec& label, int64_t cap, FileResult* r) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read " + path);
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::LineReader> reader, io::LineReader::Open(path));
+  io::LineReader& in = *reader;
   const char delim = format == "csv" ? (schema.delimiter == '\t' ? ',' : schema.delimiter) : '\t';
   std::string line;
   std::vector<std::string> fields;
@@ -167,7 +167,10 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
     for (int i = 1; i <= schema.criteo_dense; ++i) r->names.push_back("I" + std::to_string(i));
     for (int i = 1; i <= schema.criteo_sparse; ++i) r->names.push_back("C" + std::to_string(i));
   } else if (schema.header) {
-    if (!std::getline(in, line)) return InvalidArgumentError(path + " is empty: it has no rows");
+    if (!in.Next(&line)) {
+      RECTRAIN_RETURN_IF_ERROR(in.status());
+      return InvalidArgumentError(path + " is empty: it has no rows");
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!SplitFields(line, delim, &fields)) return InvalidArgumentError(path + ":1: malformed header");
     r->names = fields;
@@ -183,7 +186,7 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
   }
   r->cols.resize(r->names.size());
   for (size_t i = 0; i < r->names.size(); ++i) r->cols[i].p.name = r->names[i];
-  while (std::getline(in, line)) {
+  while (in.Next(&line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (AtCap(in, *r, cap)) {
       r->file.truncated = true;
@@ -201,7 +204,7 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
     }
     if (label_col >= 0) label.Add(ParseNumber(fields[label_col]), r);
   }
-  if (in.bad()) return DataLossError("error reading " + path);
+  RECTRAIN_RETURN_IF_ERROR(in.status());
   return OkStatus();
 }
 
@@ -216,15 +219,15 @@ Status ProfilePairs(const std::string& path, const SchemaConfig& schema, const L
   if (label.has_transform) config.transforms[label.column] = label.transform.text;
   Result<internal::ParsePlan> plan = internal::BuildPlan(config, {});
   if (!plan.ok()) return plan.status().WithContext("profile of " + path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read " + path);
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::LineReader> reader, io::LineReader::Open(path));
+  io::LineReader& in = *reader;
   for (const internal::ColumnPlan& c : plan->columns) r->names.push_back(c.name);
   r->cols.resize(r->names.size());
   for (size_t i = 0; i < r->names.size(); ++i) r->cols[i].p.name = r->names[i];
   internal::PairFields fields;
   internal::BadRow bad;
   std::string line;
-  while (std::getline(in, line)) {
+  while (in.Next(&line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (AtCap(in, *r, cap)) {
       r->file.truncated = true;
@@ -255,7 +258,7 @@ Status ProfilePairs(const std::string& path, const SchemaConfig& schema, const L
       if (static_cast<int>(i) == plan->label_column) label.Add(ParseNumber(text), r);
     }
   }
-  if (in.bad()) return DataLossError("error reading " + path);
+  RECTRAIN_RETURN_IF_ERROR(in.status());
   return OkStatus();
 }
 
@@ -310,6 +313,10 @@ Status ProfileParquet(const std::string& path, const LabelSpec& label, int64_t c
     }
     const int64_t n = file->row_group_num_rows(rg);
     r->file.rows += n;
+    for (int col : cols) {  // on an object store, fetch the row group's chunks in parallel
+      const auto [offset, bytes] = file->ColumnChunkRange(rg, col);
+      file->Prefetch(offset, bytes);
+    }
     for (size_t ci = 0; ci < cols.size(); ++ci) {
       RECTRAIN_ASSIGN_OR_RETURN(io::parquet::ColumnData d, file->ReadColumn(rg, cols[ci]));
       ColumnAcc& c = r->cols[ci];
@@ -496,7 +503,10 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
       cv.notify_one();
     }
   };
-  const int threads = static_cast<int>(std::clamp<int64_t>(num_threads, 1, std::max<int64_t>(total, 1)));
+  // Objects in a store mostly wait on the network: 16 at a time at least.
+  const bool remote = !files.empty() && io::IsRemotePath(files[0]);
+  const int threads = static_cast<int>(
+      std::clamp<int64_t>(remote ? std::max(num_threads, 16) : num_threads, 1, std::max<int64_t>(total, 1)));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(work);
   {

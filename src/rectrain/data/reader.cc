@@ -32,11 +32,13 @@
 #include "rectrain/data/internal/parquet_source.h"
 #include "rectrain/data/internal/pass_assembler.h"
 #include "rectrain/data/internal/prefetch_queue.h"
+#include "rectrain/data/internal/read_ahead.h"
 #include "rectrain/data/internal/stats_pass.h"
 #include "rectrain/data/internal/text_parser.h"
 #include "rectrain/data/pass_plan.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/fs/file_system.h"
 #include "rectrain/io/parquet/parquet_file.h"
 
 namespace rectrain::data {
@@ -133,6 +135,16 @@ Status ReadExact(const FileInfo& f, int64_t offset, int64_t n, char* dst) {
   return OkStatus();
 }
 
+// The bytes ParseChunk reads first for a text chunk: from just before its nominal range (to see
+// whether a line starts at its first byte) to a little past it (to finish its last line).
+std::pair<int64_t, int64_t> ChunkReadRange(const FileInfo& f, const ChunkRef& ref) {
+  const bool first = ref.begin == f.data_start;
+  const int64_t read_from = first ? ref.begin : ref.begin - 1;
+  const int64_t read_to =
+      std::min(f.size, ref.end + std::min(kReadSlack, std::max<int64_t>(ref.end - ref.begin, 256)));
+  return {read_from, read_to};
+}
+
 // Parses the lines owned by `ref` into `out`. Stops early (complete = false) in strict mode at
 // the first bad row, after more than `max_bad_rows` bad rows, or when `stop` is set.
 void ParseChunk(const FileInfo& f, const ChunkRef& ref, int64_t max_bad_rows, bool keep_raw,
@@ -145,9 +157,7 @@ void ParseChunk(const FileInfo& f, const ChunkRef& ref, int64_t max_bad_rows, bo
   out->fatal = OkStatus();
   out->line_too_long = false;
   const bool first = ref.begin == f.data_start;
-  const int64_t read_from = first ? ref.begin : ref.begin - 1;
-  int64_t read_to =
-      std::min(f.size, ref.end + std::min(kReadSlack, std::max<int64_t>(ref.end - ref.begin, 256)));
+  const auto [read_from, read_to] = ChunkReadRange(f, ref);
   buf->Resize(read_to - read_from, 0);
   if (Status s = ReadExact(f, read_from, read_to - read_from, buf->data()); !s.ok()) {
     out->fatal = s;
@@ -292,6 +302,47 @@ class LineIndex {
   std::vector<std::vector<int64_t>> lines_owned_;
 };
 
+// Read-ahead over the pass's units when some file is on an object store (null otherwise: a
+// local pass runs exactly as before). A text chunk's unit is the range ParseChunk reads first; a
+// Parquet row group's (on its first slice) the projected column chunks.
+std::unique_ptr<internal::ReadAhead> MakeReadAhead(const std::vector<FileInfo>& files,
+                                                   const std::vector<ChunkRef>& order, const ReadOptions& options) {
+  const bool remote = std::any_of(files.begin(), files.end(), [](const FileInfo& f) {
+    return f.pq ? f.pq->remote() : f.file->remote();
+  });
+  if (!remote) return nullptr;
+  std::vector<std::vector<int>> columns(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    columns[i] = files[i].pq_columns;
+    std::sort(columns[i].begin(), columns[i].end());
+    columns[i].erase(std::unique(columns[i].begin(), columns[i].end()), columns[i].end());
+  }
+  std::vector<internal::ReadAhead::Unit> units(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ChunkRef& c = order[i];
+    const FileInfo& f = files[c.file];
+    units[i].file = c.file;
+    if (!f.pq) {
+      const auto [from, to] = ChunkReadRange(f, c);
+      units[i].ranges.emplace_back(from, to - from);
+    } else if (c.row_begin == 0) {
+      for (int col : columns[c.file]) units[i].ranges.push_back(f.pq->ColumnChunkRange(c.row_group, col));
+    }
+  }
+  // `files` is the reader's own vector, which outlives the ReadAhead.
+  auto hint = [&files](int file, int64_t offset, int64_t n) {
+    const FileInfo& f = files[file];
+    if (f.pq) {
+      f.pq->Prefetch(offset, n);
+    } else {
+      f.file->Prefetch(offset, n);
+    }
+  };
+  auto waits = [&files](int file) { return files[file].pq ? files[file].pq->waits() : files[file].file->waits(); };
+  return std::make_unique<internal::ReadAhead>(std::move(units), static_cast<int>(files.size()),
+                                               4 * options.chunk_bytes, options.read_ahead_bytes, hint, waits);
+}
+
 class TextBatchReader final : public BatchReader {
  public:
   TextBatchReader(const DataConfig& config, const ReadOptions& options, ParsePlan plan,
@@ -306,6 +357,7 @@ class TextBatchReader final : public BatchReader {
         window_(static_cast<int64_t>(order_.size()), options_.num_threads + 2, GroupSizes(order_)),
         recycler_(options_.batch_size, &layout_, static_cast<size_t>(options_.prefetch_batches + 2)),
         assembler_(layout_, options_, &queue_, &recycler_, nullptr, -1) {
+    read_ahead_ = MakeReadAhead(files_, order_, options_);
     line_index_.Init(&files_, options_.chunk_bytes);
     for (size_t i = 0; i < files_.size(); ++i) {
       if (files_[i].pq) line_index_.SetKnown(static_cast<int>(i), files_[i].rows_before);
@@ -376,6 +428,7 @@ class TextBatchReader final : public BatchReader {
     ByteBuffer buf;
     const bool keep_raw = rejects_ != nullptr;
     while (std::optional<Window::Claim> claim = window_.ClaimNext()) {
+      if (read_ahead_) read_ahead_->OnClaim(claim->seq);
       const ChunkRef& ref = order_[static_cast<size_t>(claim->seq)];
       const FileInfo& f = files_[ref.file];
       if (!f.pq) {
@@ -523,6 +576,7 @@ class TextBatchReader final : public BatchReader {
   // Assembler-thread state.
   internal::BatchAssembler assembler_;
   LineIndex line_index_;
+  std::unique_ptr<internal::ReadAhead> read_ahead_;  // files on an object store only
   int64_t rejected_ = 0;
 
   // Consumer-thread state.
@@ -597,11 +651,26 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
   std::vector<std::string> header_columns;
   std::vector<bool> list_columns;
   std::string header_line0;
-  for (const std::string& path : paths) {
-    FileInfo f;
+  // Objects in a store are opened 16 at a time (each open is a round trip); local files in turn.
+  std::vector<FileInfo> opened(paths.size());
+  if (std::any_of(paths.begin(), paths.end(), [](const std::string& p) { return io::IsRemotePath(p); })) {
+    RECTRAIN_RETURN_IF_ERROR(io::ParallelIo(static_cast<int64_t>(paths.size()), 16, [&](int64_t i) -> Status {
+      if (parquet) {
+        RECTRAIN_ASSIGN_OR_RETURN(opened[i].pq, io::parquet::ParquetFile::Open(paths[i]));
+      } else {
+        RECTRAIN_ASSIGN_OR_RETURN(opened[i].file, io::RandomAccessFile::Open(paths[i]));
+      }
+      return OkStatus();
+    }));
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    FileInfo f = std::move(opened[i]);
     f.path = path;
     if (parquet) {
-      RECTRAIN_ASSIGN_OR_RETURN(f.pq, io::parquet::ParquetFile::Open(path));
+      if (!f.pq) {
+        RECTRAIN_ASSIGN_OR_RETURN(f.pq, io::parquet::ParquetFile::Open(path));
+      }
       if (f.pq->num_rows() == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
       f.size = f.pq->file_size();
       f.key = HashBytes(path, 0x70716b6579ULL);
@@ -615,7 +684,9 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
       files.push_back(std::move(f));
       continue;
     }
-    RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(path));
+    if (!f.file) {
+      RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(path));
+    }
     f.size = f.file->size();
     if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
     // A binary file read as text would fail on its first "row" with a confusing field-count

@@ -112,6 +112,9 @@ struct ReadOptions {
   // pool per run (train/session.cc makes it); null = the reader allocates its own. See
   // MakeReaderBufferPool (data/cache.h).
   std::shared_ptr<ReaderBufferPool> buffer_pool;
+  // Files on an object store: at most this many bytes are fetched ahead of the parser (the
+  // window starts at 4 chunks and doubles while reads wait on the network; docs/storage.md).
+  int64_t read_ahead_bytes = int64_t{64} << 20;
 };
 
 struct ReaderStats {

@@ -14,6 +14,7 @@
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/fs/file_system.h"
 
 namespace rectrain::serve {
 namespace fs = std::filesystem;
@@ -101,7 +102,11 @@ std::vector<std::string> RemoveStaleExportDirs(const std::string& parent) {
 Status CheckExportOptions(const ExportOptions& o) {
   std::error_code ec;
   if (o.out_dir.empty()) return InvalidArgumentError("--out DIR is required");
-  if (fs::exists(o.out_dir, ec) && !o.overwrite) {
+  // An object store: the package is staged in a local temporary directory, then uploaded with
+  // manifest.json last (a watcher of the prefix never sees half a model).
+  const bool remote = io::IsRemotePath(o.out_dir);
+  const bool exists = remote ? io::FileSystemFor(o.out_dir).Stat(o.out_dir).ok() : fs::exists(o.out_dir, ec);
+  if (exists && !o.overwrite) {
     return AlreadyExistsError(o.out_dir + " already exists (choose a new version directory, or pass --force)");
   }
   if (o.min_count < 0) return InvalidArgumentError("--min-count must be >= 0");
@@ -112,6 +117,7 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   Stopwatch sw;
   std::error_code ec;
   RECTRAIN_RETURN_IF_ERROR(CheckExportOptions(o));
+  const bool remote = io::IsRemotePath(o.out_dir);  // staged locally, then uploaded
   ExportReport report;
   Manifest& m = report.manifest;
   m = source.description;
@@ -122,7 +128,18 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   m.tables.clear();
 
   const fs::path out = fs::path(o.out_dir).lexically_normal();
-  RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, BeginExportDir(out, &report.removed_stale));
+  std::string tmp;
+  if (remote) {
+    // An object store: staged in the local temporary directory (no stale scan there: other
+    // programs' files live in it).
+    tmp = ExportTempDir((fs::temp_directory_path(ec) / "rectrain-export").string());
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directories(tmp + "/tables", ec)) {
+      return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");
+    }
+  } else {
+    RECTRAIN_ASSIGN_OR_RETURN(tmp, BeginExportDir(out, &report.removed_stale));
+  }
   auto cleanup = [&](Status s) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
@@ -182,6 +199,14 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   }
   if (st.ok()) st = io::WriteFileAtomically(tmp + "/manifest.json", ManifestToJson(m));
   if (!st.ok()) return cleanup(st);
+  if (remote) {
+    if (o.overwrite) st = io::FileSystemFor(o.out_dir).RemoveAll(o.out_dir);
+    if (st.ok()) st = io::CopyTree(tmp, o.out_dir, "manifest.json");
+    if (!st.ok()) return cleanup(st.WithContext("while uploading the model to " + o.out_dir));
+    cleanup(OkStatus()).IgnoreError();  // the local staging copy
+    report.seconds = sw.Seconds();
+    return report;
+  }
   if (o.overwrite) fs::remove_all(out, ec);
   if (st = CommitExportDir(tmp, out); !st.ok()) return cleanup(st);
   report.seconds = sw.Seconds();

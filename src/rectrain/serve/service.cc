@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/io/fs/file_system.h"
+#include "rectrain/serve/model_mirror.h"
 #include "rectrain/serve/predictor.h"
 #include "rectrain/serve/publish.h"
 
@@ -329,6 +331,8 @@ struct ModelService::Impl {
   int arriving = 0;            // requests being parsed, about to join the queue (guarded by queue_mu)
   bool stopping = false;
   std::thread scorer, watcher;
+  std::unique_ptr<ModelMirror> mirror;  // model_path on an object store
+  std::string remote_path;
   std::mutex watch_mu;
   std::condition_variable watch_cv;
 
@@ -431,6 +435,14 @@ struct ModelService::Impl {
   Status Check(bool force, bool* reloaded) {
     std::lock_guard lock(reload_mu);
     *reloaded = false;
+    if (mirror) {
+      // A new version in the store is downloaded first; the check below then loads it.
+      if (Result<bool> synced = mirror->Sync(); !synced.ok()) {
+        log() << "rectrain serve: cannot fetch from " << remote_path << ": " << synced.status().ToString()
+              << " (still serving version " << (Current() ? std::to_string(Current()->version) : std::string("none"))
+              << ")\n";
+      }
+    }
     if (!versions_dir) return force ? LoadAndSwap(options.model_path, -1, reloaded) : OkStatus();
     const auto versions = Versions();
     if (versions.empty()) return OkStatus();
@@ -532,11 +544,19 @@ Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& 
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  std::error_code ec;
-  if (!fs::is_directory(options.model_path, ec)) {
-    return NotFoundError(options.model_path + " is not a directory (a model written by rectrain export, or a directory of numbered versions)");
+  if (io::IsRemotePath(options.model_path)) {
+    impl->remote_path = options.model_path;
+    impl->mirror = std::make_unique<ModelMirror>(
+        options.model_path, options.cache_dir.empty() ? ModelMirror::DefaultCacheDir(options.model_path) : options.cache_dir);
+    RECTRAIN_RETURN_IF_ERROR(impl->mirror->Sync().status()) << "while fetching the model from " << options.model_path;
+    impl->options.model_path = impl->mirror->local_path();
+    impl->log() << "rectrain serve: " << options.model_path << " mirrored in " << impl->options.model_path << "\n";
   }
-  impl->versions_dir = !fs::exists(fs::path(options.model_path) / "manifest.json", ec);
+  std::error_code ec;
+  if (!fs::is_directory(impl->options.model_path, ec)) {
+    return NotFoundError(impl->options.model_path + " is not a directory (a model written by rectrain export, or a directory of numbered versions)");
+  }
+  impl->versions_dir = !fs::exists(fs::path(impl->options.model_path) / "manifest.json", ec);
   Metrics& m = impl->metrics;
   if (registry != nullptr) {
     m.registry = registry;
@@ -559,7 +579,7 @@ Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& 
   }
   bool reloaded = false;
   if (!impl->versions_dir) {
-    RECTRAIN_RETURN_IF_ERROR(impl->LoadAndSwap(options.model_path, -1, &reloaded));
+    RECTRAIN_RETURN_IF_ERROR(impl->LoadAndSwap(impl->options.model_path, -1, &reloaded));
   } else if (Status s = impl->LoadNewestGood(); !s.ok()) {
     return s;  // not one version loads
   }

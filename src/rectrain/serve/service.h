@@ -39,7 +39,10 @@
 namespace rectrain::serve {
 
 struct ServiceOptions {
-  std::string model_path;         // a model directory (manifest.json) or a directory of versions
+  // A model directory (manifest.json) or a directory of versions; or the same on an object store
+  // ("s3://bucket/models"), mirrored into `cache_dir` (model_mirror.h) and served from there.
+  std::string model_path;
+  std::string cache_dir;          // object store only; empty: ModelMirror::DefaultCacheDir
   int threads = 2;                // compute threads of the scoring thread
   int64_t max_batch_rows = 512;   // rows scored together at most
   double max_wait_ms = 1.0;       // how long the first waiting request waits for company

@@ -110,21 +110,18 @@ void CheckData(const config::TrainConfig& c, DoctorRank* me) {
   std::vector<std::string> patterns = c.train_files;
   patterns.insert(patterns.end(), c.valid_files.begin(), c.valid_files.end());
   for (const std::string& p : patterns) {
-    auto files = io::ExpandPaths({p});
+    auto files = io::ExpandPathsWithSizes({p});
     if (!files.ok()) {
       me->data_error = files.status().message();
       return;
     }
-    for (const std::string& f : *files) {
-      std::ifstream in(f, std::ios::binary);
-      std::error_code ec;
-      const auto size = fs::file_size(f, ec);
-      if (!in || ec) {
-        me->data_error = "cannot read " + f;
+    for (const io::ExpandedFile& f : *files) {
+      if (!io::RandomAccessFile::Open(f.path).ok()) {  // readable by this rank (local or object store)
+        me->data_error = "cannot read " + f.path;
         return;
       }
       ++me->data_files;
-      me->data_bytes += static_cast<int64_t>(size);
+      me->data_bytes += f.size;
     }
   }
 }

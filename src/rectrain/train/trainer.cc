@@ -25,9 +25,11 @@
 #include "rectrain/data/pass_plan.h"
 #include "rectrain/data/reader.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/fs/file_system.h"
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/dist/launch.h"
 #include "rectrain/train/internal/epoch_resume.h"
+#include "rectrain/train/internal/remote_checkpoints.h"
 #include "rectrain/train/internal/evaluator.h"
 #include "rectrain/train/internal/job.h"
 #include "rectrain/train/internal/model_bundle.h"
@@ -111,18 +113,16 @@ Status PublishModelDir(const std::string& src, const std::string& dst) {
 // Rows per epoch, estimated from the files' total size and the newline density of the first
 // MiB of the first file (for the progress ETA only). 0 when unknown.
 int64_t EstimateRows(const std::vector<std::string>& patterns) {
-  auto files = io::ExpandPaths(patterns);
+  auto files = io::ExpandPathsWithSizes(patterns);
   if (!files.ok() || files->empty()) return 0;
   int64_t total = 0;
-  std::error_code ec;
-  for (const auto& f : *files) {
-    auto size = fs::file_size(f, ec);
-    if (!ec) total += static_cast<int64_t>(size);
-  }
-  std::ifstream in(files->front(), std::ios::binary);
-  std::string sample(1 << 20, '\0');
-  in.read(sample.data(), static_cast<std::streamsize>(sample.size()));
-  sample.resize(static_cast<size_t>(in.gcount()));
+  for (const auto& f : *files) total += f.size;
+  auto first = io::RandomAccessFile::Open(files->front().path);
+  if (!first.ok()) return 0;
+  std::string sample(static_cast<size_t>(std::min<int64_t>(1 << 20, (*first)->size())), '\0');
+  auto got = (*first)->ReadAt(0, static_cast<int64_t>(sample.size()), sample.data());
+  if (!got.ok()) return 0;
+  sample.resize(static_cast<size_t>(*got));
   const int64_t lines = std::count(sample.begin(), sample.end(), '\n');
   if (lines == 0) return 0;
   return static_cast<int64_t>(static_cast<double>(total) * static_cast<double>(lines) /
@@ -276,6 +276,12 @@ Status TrainLoop::SetupLocal() {
   compute_.num_threads = c_.threads;
   omp_set_num_threads(c_.threads);  // the trainer owns the pool; oneDNN GEMMs follow it
 
+  if (opt_.resume && !c_.train.checkpoint_dir.empty()) {
+    // The store may hold a newer checkpoint than this machine (another node ran the job, or
+    // the local copy is gone): the lead fetches it into the run directory the ranks share.
+    Status fetched = lead() ? internal::FetchNewerCheckpoint(c_.train.checkpoint_dir, checkpoints_dir_) : OkStatus();
+    RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, fetched)));
+  }
   if (opt_.resume) {
     auto all = ListCheckpoints(checkpoints_dir_);
     if (all.empty()) {
@@ -805,6 +811,10 @@ Status TrainLoop::Checkpoint() {
   RECTRAIN_RETURN_IF_ERROR(
       Agreed(WriteCheckpoint(dir, meta_, bundle_.params, optimizer_.get(), bundle_.tables, job_.comm)));
   Status pruned = lead() ? PruneCheckpoints(checkpoints_dir_, c_.train.keep_checkpoints) : OkStatus();
+  if (pruned.ok() && lead() && !c_.train.checkpoint_dir.empty()) {
+    pruned = internal::UploadCheckpoint(dir, c_.train.checkpoint_dir, c_.train.keep_checkpoints);
+    if (pruned.ok()) log_->Log("checkpoint uploaded to " + io::JoinPath(c_.train.checkpoint_dir, "step-" + std::to_string(meta_.step)));
+  }
   RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, pruned)));
   last_checkpoint_step_ = meta_.step;
   summary_.last_checkpoint = dir;
@@ -992,7 +1002,9 @@ void TrainLoop::WriteSummary() {
   summary_.world = job_.world();
   summary_.transport = job_.comm->transport_name();
   summary_.data_split = job_.distributed() ? config::DataSplitName(job_.split) : "";
+  summary_.object_store = io::RemoteIoTotals();
   if (!lead()) return;
+  if (summary_.object_store.requests > 0 && log_) log_->Log("object store: " + summary_.object_store.ToString());
   const std::string path = opt_.run_dir + "/summary.json";
   auto w = io::AtomicFileWriter::Create(path);
   if (w.ok()) {
@@ -1130,9 +1142,13 @@ bool OracleFromProbFiles(const std::vector<std::string>& patterns, const std::ve
   auto files = io::ExpandPaths(patterns);
   if (!files.ok()) return false;
   std::vector<float> probs;
-  std::error_code ec;
-  int with_prob = 0;
-  for (const auto& f : *files) with_prob += fs::exists(f + ".prob", ec) ? 1 : 0;
+  std::vector<char> has_prob(files->size(), 0);
+  io::ParallelIo(static_cast<int64_t>(files->size()), 16, [&](int64_t i) {
+    const std::string prob = (*files)[static_cast<size_t>(i)] + ".prob";
+    has_prob[static_cast<size_t>(i)] = io::FileSystemFor(prob).Stat(prob).ok();
+    return OkStatus();
+  }).IgnoreError();
+  const int with_prob = static_cast<int>(std::count(has_prob.begin(), has_prob.end(), 1));
   if (with_prob == 0) return false;
   if (with_prob != static_cast<int>(files->size())) {
     *note = "oracle skipped: only " + std::to_string(with_prob) + " of " +
@@ -1231,6 +1247,13 @@ std::string SummaryJson(const TrainSummary& s) {
   }
   j["wall_seconds"] = s.wall_seconds;
   j["peak_rss_bytes"] = s.peak_rss_bytes;
+  if (s.object_store.requests > 0) {
+    j["object_store"] = {{"requests", s.object_store.requests},
+                         {"retries", s.object_store.retries},
+                         {"retry_reasons", s.object_store.retry_reasons},
+                         {"bytes_read", s.object_store.bytes_read},
+                         {"bytes_written", s.object_store.bytes_written}};
+  }
   if (!s.last_checkpoint.empty()) j["checkpoint"] = s.last_checkpoint;
   if (!s.model_dir.empty()) j["model"] = s.model_dir;
   return j.dump(2) + "\n";

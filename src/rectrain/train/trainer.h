@@ -45,6 +45,7 @@
 #include "rectrain/base/result.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/dist/communicator.h"
+#include "rectrain/io/fs/file_system.h"
 #include "rectrain/train/metrics.h"
 #include "rectrain/train/observer.h"
 
@@ -93,6 +94,8 @@ struct TrainSummary {
   int64_t peak_rss_bytes = 0;
   std::string last_checkpoint;
   std::string model_dir;
+  // This process's traffic with object stores (data, checkpoints), retries by reason.
+  io::RemoteIoStats object_store;
   // A job: its size, transport and data split, and every rank's figures (rank order).
   int world = 1;
   std::string transport = "single";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "rectrain/base/random.h"
@@ -23,24 +24,38 @@ uint32_t BigEndian32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-// The whole file, gunzipped when it is gzip (zlib reads plain files as they are).
+// The whole file (local or in an object store), gunzipped when it starts with the gzip magic
+// (several concatenated members are read in turn, as gzread does).
 Result<std::string> ReadMaybeGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return NotFoundError("cannot open " + path);
+  Result<std::string> read = io::ReadFileToString(path);
+  if (!read.ok()) return read.status();
+  if (!read->starts_with("\x1f\x8b")) return read;
+  std::string raw = std::move(read).value();
+  if (raw.size() > std::numeric_limits<uInt>::max()) {
+    return ResourceExhaustedError(path + ": " + std::to_string(raw.size()) + " gzip bytes, more than one read takes");
+  }
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return InternalError("inflateInit2 failed");
+  z.next_in = reinterpret_cast<Bytef*>(raw.data());
+  z.avail_in = static_cast<uInt>(raw.size());
   std::string out;
   char buf[1 << 16];
+  int rc = Z_OK;
   while (true) {
-    const int n = gzread(f, buf, sizeof(buf));
-    if (n < 0) {
-      int code = 0;
-      const std::string msg = gzerror(f, &code);
-      gzclose(f);
-      return DataLossError(path + ": cannot decompress (" + msg + "); the gzip stream is damaged");
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof(buf);
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof(buf) - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0) break;
+      inflateReset(&z);  // another gzip member follows
+      continue;
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    if (rc != Z_OK) break;
   }
-  gzclose(f);
+  const std::string msg = z.msg != nullptr ? z.msg : (rc == Z_BUF_ERROR ? "unexpected end of file" : "error");
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) return DataLossError(path + ": cannot decompress (" + msg + "); the gzip stream is damaged");
   return out;
 }
 

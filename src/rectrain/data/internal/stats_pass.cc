@@ -160,10 +160,8 @@ Result<std::vector<FeatureStats>> ComputeFeatureStats(const DataConfig& config,
   RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(sc.files));
   // The key: what the pass reads (fingerprints) and how (the config).
   std::string key = DataSignature(sc);
-  for (const std::string& p : paths) {
-    RECTRAIN_ASSIGN_OR_RETURN(io::FileFingerprint fp, io::Fingerprint(p));
-    key += p + "=" + fp.ToString() + "\n";
-  }
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<io::FileFingerprint> fps, io::FingerprintAll(paths));
+  for (size_t i = 0; i < paths.size(); ++i) key += paths[i] + "=" + fps[i].ToString() + "\n";
   char hex[32];
   std::snprintf(hex, sizeof(hex), "%016llx",
                 static_cast<unsigned long long>(HashBytes(key, 0x73746174ULL)));

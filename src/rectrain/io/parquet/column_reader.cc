@@ -942,12 +942,7 @@ Status ColumnChunkReader::Read(int row_group, int column, ColumnData* out) {
                               " values but the row group has " + std::to_string(rg.num_rows) +
                               " rows"));
   }
-  int64_t start = meta.data_page_offset;
-  if (meta.dictionary_page_offset && *meta.dictionary_page_offset > 0 &&
-      *meta.dictionary_page_offset < start) {
-    start = *meta.dictionary_page_offset;
-  }
-  const int64_t size = meta.total_compressed_size;
+  const auto [start, size] = file_->ColumnChunkRange(row_group, column);
   if (start < 4 || size < 0 || start > impl.data_end || size > impl.data_end - start) {
     return fail(DataLossError("column chunk at offset " + std::to_string(start) + " of " +
                               std::to_string(size) + " bytes lies outside the data region [4, " +

@@ -1,14 +1,11 @@
 #include "rectrain/io/parquet/parquet_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <utility>
 
+#include "rectrain/io/file.h"
 #include "rectrain/io/parquet/internal/file_impl.h"
 #include "rectrain/io/parquet/internal/metadata.h"
 #include "rectrain/io/parquet/internal/thrift_compact.h"
@@ -207,24 +204,6 @@ struct SchemaWalker {
   }
 };
 
-Status PreadFull(int fd, int64_t offset, int64_t size, uint8_t* out) {
-  int64_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, out + done, static_cast<size_t>(size - done), offset + done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoToStatus(errno, "read failed at offset " + std::to_string(offset + done));
-    }
-    if (n == 0) {
-      return DataLossError("file ended at offset " + std::to_string(offset + done) +
-                           " while reading " + std::to_string(size) + " bytes at offset " +
-                           std::to_string(offset) + " (was it truncated while open?)");
-    }
-    done += n;
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 std::string_view PhysicalTypeName(PhysicalType type) {
@@ -305,9 +284,7 @@ void ColumnData::Clear() {
   indices.clear();
 }
 
-ParquetFile::Impl::~Impl() {
-  if (fd >= 0) ::close(fd);
-}
+ParquetFile::Impl::~Impl() = default;
 
 ParquetFile::ParquetFile() : impl_(std::make_unique<Impl>()) {}
 ParquetFile::~ParquetFile() = default;
@@ -319,12 +296,37 @@ int64_t ParquetFile::row_group_num_rows(int row_group) const {
 }
 
 Status ParquetFile::ReadAt(int64_t offset, int64_t size, uint8_t* out) const {
-  if (impl_->fd < 0) {
+  if (!impl_->file) {
     if (size > 0) std::memcpy(out, impl_->buffer.data() + offset, size);
     return OkStatus();
   }
-  return PreadFull(impl_->fd, offset, size, out);
+  RECTRAIN_ASSIGN_OR_RETURN(int64_t got, impl_->file->ReadAt(offset, size, reinterpret_cast<char*>(out)));
+  if (got != size) {
+    return DataLossError("file ended at offset " + std::to_string(offset + got) + " while reading " +
+                         std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+                         " (was it truncated while open?)");
+  }
+  return OkStatus();
 }
+
+std::pair<int64_t, int64_t> ParquetFile::ColumnChunkRange(int row_group, int column) const {
+  const internal::ColumnChunk& cc = impl_->meta.row_groups[row_group].columns[column];
+  if (!cc.has_meta_data) return {0, 0};
+  int64_t start = cc.meta_data.data_page_offset;
+  if (cc.meta_data.dictionary_page_offset && *cc.meta_data.dictionary_page_offset > 0 &&
+      *cc.meta_data.dictionary_page_offset < start) {
+    start = *cc.meta_data.dictionary_page_offset;
+  }
+  return {start, cc.meta_data.total_compressed_size};
+}
+
+void ParquetFile::Prefetch(int64_t offset, int64_t n) const {
+  if (impl_->file) impl_->file->Prefetch(offset, n);
+}
+
+bool ParquetFile::remote() const { return impl_->file && impl_->file->remote(); }
+
+int64_t ParquetFile::waits() const { return impl_->file ? impl_->file->waits() : 0; }
 
 Result<int> ParquetFile::FindColumn(std::string_view name) const {
   for (size_t i = 0; i < columns_.size(); ++i) {
@@ -356,8 +358,12 @@ Status OpenImpl(ParquetFile* file, ParquetFile::Impl* impl, int64_t file_size,
     return DataLossError("file of " + std::to_string(file_size) +
                          " bytes is too small to be Parquet (a valid file has at least 12)");
   }
-  std::vector<uint8_t> tail;
-  RECTRAIN_RETURN_IF_ERROR(read_at(file_size - 8, 8, &tail));
+  // The file's last 64 KiB in one read: the footer usually lies within (one request on an
+  // object store instead of two).
+  const int64_t tail_len = std::min<int64_t>(file_size, int64_t{64} << 10);
+  std::vector<uint8_t> tail_block;
+  RECTRAIN_RETURN_IF_ERROR(read_at(file_size - tail_len, tail_len, &tail_block));
+  const std::vector<uint8_t> tail(tail_block.end() - 8, tail_block.end());
   std::vector<uint8_t> head;
   RECTRAIN_RETURN_IF_ERROR(read_at(0, 4, &head));
   if (std::memcmp(tail.data() + 4, "PARE", 4) == 0) {
@@ -400,7 +406,11 @@ Status OpenImpl(ParquetFile* file, ParquetFile::Impl* impl, int64_t file_size,
   }
   impl->data_end = file_size - 8 - footer_len;
   std::vector<uint8_t> footer;
-  RECTRAIN_RETURN_IF_ERROR(read_at(impl->data_end, footer_len, &footer));
+  if (static_cast<int64_t>(footer_len) + 8 <= tail_len) {
+    footer.assign(tail_block.end() - 8 - footer_len, tail_block.end() - 8);
+  } else {
+    RECTRAIN_RETURN_IF_ERROR(read_at(impl->data_end, footer_len, &footer));
+  }
   internal::ThriftReader reader(footer.data(), static_cast<int64_t>(footer.size()));
   RECTRAIN_RETURN_IF_ERROR(internal::ReadFileMetaData(reader, &impl->meta))
       << "corrupt footer (FileMetaData)";
@@ -461,16 +471,16 @@ Result<std::unique_ptr<ParquetFile>> ParquetFile::Open(const std::string& path,
   std::unique_ptr<ParquetFile> file(new ParquetFile());
   file->path_ = path;
   file->impl_->options = options;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, path + ": cannot open Parquet file");
-  file->impl_->fd = fd;
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, path + ": cannot stat");
-  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
-  file->file_size_ = st.st_size;
-  auto read_at = [fd](int64_t off, int64_t size, std::vector<uint8_t>* out) {
+  Result<std::unique_ptr<RandomAccessFile>> opened = RandomAccessFile::Open(path);
+  if (!opened.ok()) {
+    return Status(opened.status().code(), path + ": cannot open Parquet file: " + opened.status().message());
+  }
+  file->impl_->file = std::move(opened).value();
+  file->file_size_ = file->impl_->file->size();
+  const ParquetFile* self = file.get();
+  auto read_at = [self](int64_t off, int64_t size, std::vector<uint8_t>* out) {
     out->resize(size);
-    return PreadFull(fd, off, size, out->data());
+    return self->ReadAt(off, size, out->data());
   };
   Status s = OpenImpl(file.get(), file->impl_.get(), file->file_size_, read_at, &file->columns_,
                       &file->num_rows_);

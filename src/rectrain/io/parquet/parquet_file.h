@@ -22,7 +22,8 @@
 // once per row) and saves the copy of every string.
 //
 // Thread safety: a ParquetFile is immutable after Open; ReadColumn and the accessors may be
-// called concurrently from any number of threads (reads use pread). A ColumnChunkReader holds
+// called concurrently from any number of threads (positional reads through io::RandomAccessFile,
+// so a file may be local or on an object store). A ColumnChunkReader holds
 // scratch buffers and must be used by one thread at a time; use one per thread to read row
 // groups in parallel.
 //
@@ -242,6 +243,18 @@ class ParquetFile {
   // Reads one column chunk. InvalidArgument for indices out of range. Allocates fresh buffers;
   // prefer a ColumnChunkReader in loops.
   Result<ColumnData> ReadColumn(int row_group, int column) const;
+
+  // The bytes [first, first + size) of a column chunk (its dictionary page included) as the
+  // footer gives them, unchecked (Read validates them). Precondition: indices in range.
+  std::pair<int64_t, int64_t> ColumnChunkRange(int row_group, int column) const;
+  // A hint that [offset, offset + n) (a ColumnChunkRange) will be read soon: a file on an object
+  // store starts fetching exactly that range, so a reader that hints the chunks of its columns
+  // fetches nothing else (projection); a local file ignores it.
+  void Prefetch(int64_t offset, int64_t n) const;
+  // True for a file behind a network; waits() counts its reads that waited for it
+  // (io::RandomAccessFile::waits).
+  bool remote() const;
+  int64_t waits() const;
 
   struct Impl;  // implementation detail (internal/file_impl.h)
 

@@ -3,15 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "rectrain/io/file.h"
 #include "rectrain/io/parquet/internal/metadata.h"
 #include "rectrain/io/parquet/parquet_file.h"
 
 namespace rectrain::io::parquet {
 
 struct ParquetFile::Impl {
-  int fd = -1;                  // >= 0 when reading from a file
+  std::unique_ptr<RandomAccessFile> file;  // set when reading from a file (any FileSystem)
   std::vector<uint8_t> buffer;  // the whole file when opened from memory
   ParquetReadOptions options;
   internal::FileMetaData meta;

@@ -1,0 +1,36 @@
+#include "rectrain/train/internal/remote_checkpoints.h"
+
+#include <filesystem>
+
+#include "rectrain/io/fs/file_system.h"
+#include "rectrain/checkpoint/checkpoint.h"
+
+namespace rectrain::train::internal {
+
+Status UploadCheckpoint(const std::string& local_dir, const std::string& remote_root, int64_t keep) {
+  const std::string name = std::filesystem::path(local_dir).filename().string();
+  const std::string remote = io::JoinPath(remote_root, name);
+  RECTRAIN_RETURN_IF_ERROR(io::CopyTree(local_dir, remote, "meta.json"))
+      << "while uploading checkpoint " << local_dir << " to " << remote;
+  return checkpoint::PruneCheckpoints(remote_root, keep);
+}
+
+Status FetchNewerCheckpoint(const std::string& remote_root, const std::string& local_root) {
+  const auto remote = checkpoint::ListCheckpoints(remote_root);
+  if (remote.empty()) return OkStatus();
+  const auto local = checkpoint::ListCheckpoints(local_root);
+  if (!local.empty() && local.back().first >= remote.back().first) return OkStatus();
+  const std::string name = "step-" + std::to_string(remote.back().first);
+  const std::string dst = local_root + "/" + name;
+  const std::string tmp = dst + ".tmp";
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  RECTRAIN_RETURN_IF_ERROR(io::CopyTree(remote.back().second, tmp, "meta.json"))
+      << "while downloading checkpoint " << remote.back().second;
+  std::filesystem::remove_all(dst, ec);
+  std::filesystem::rename(tmp, dst, ec);
+  if (ec) return ErrnoToStatus(ec.value(), "cannot rename " + tmp + " to " + dst);
+  return OkStatus();
+}
+
+}  // namespace rectrain::train::internal

@@ -1,0 +1,70 @@
+# tests/s3/lib.sh: sourced by the object-storage end-to-end tests. Starts npm's s3rver (installed
+# in tests/s3/node_modules by the build's `npm ci`) and the fault proxy on free loopback ports,
+# runs Debian's boto3 (the independent client), and points rectrain at the server through the
+# variables the AWS tools read. Needs: S3DIR (this directory), W (the test's work directory).
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT PID LOG: until something listens on PORT (30 s), or PID exits.
+wait_port() {
+  i=0
+  until /usr/bin/python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$1),1)" 2>/dev/null; do
+    kill -0 "$2" 2>/dev/null || { cat "$3"; fail "process $2 exited before listening on $1"; }
+    i=$((i + 1)); [ $i -lt 300 ] || fail "nothing listens on port $1 after 30 s"
+    sleep 0.1
+  done
+}
+
+# start_s3rver: s3rver on $S3_PORT (chosen once) over $W/s3data with bucket "data"; sets S3_PID.
+start_s3rver() {
+  [ -f "$S3DIR/node_modules/s3rver/bin/s3rver.js" ] || fail "s3rver missing: run npm ci in tests/s3 (the build does it)"
+  : "${S3_PORT:=$(free_port)}"
+  mkdir -p "$W/s3data"
+  # s3rver 3.7 builds ListObjectsV2 continuation tokens with DES: OpenSSL's legacy provider.
+  node --openssl-legacy-provider "$S3DIR/node_modules/s3rver/bin/s3rver.js" -d "$W/s3data" -a 127.0.0.1 \
+    -p "$S3_PORT" --configure-bucket data --silent >"$W/s3rver.log" 2>&1 &
+  S3_PID=$!
+  wait_port "$S3_PORT" "$S3_PID" "$W/s3rver.log"
+  S3_URL=http://127.0.0.1:$S3_PORT
+}
+
+stop_s3rver() { kill -9 "$S3_PID" 2>/dev/null; wait "$S3_PID" 2>/dev/null || true; }
+
+# start_proxy PLAN: the fault proxy in front of s3rver; sets PROXY_URL, PROXY_PID, PROXY_LOG.
+start_proxy() {
+  PROXY_PORT=$(free_port)
+  PROXY_LOG=$W/proxy-$PROXY_PORT.log
+  /usr/bin/python3 "$S3DIR/fault_proxy.py" --upstream "$S3_URL" --port "$PROXY_PORT" --plan "$1" \
+    --stall-seconds 3 --log "$PROXY_LOG" >"$PROXY_LOG.out" 2>&1 &
+  PROXY_PID=$!
+  wait_port "$PROXY_PORT" "$PROXY_PID" "$PROXY_LOG.out"
+  PROXY_URL=http://127.0.0.1:$PROXY_PORT
+}
+
+boto() { /usr/bin/python3 "$S3DIR/boto_tool.py" "$S3_URL" "$@"; }
+
+# use_store URL: rectrain talks to URL as the AWS tools would be told to (credentials from the
+# environment: s3rver takes any signature); short backoffs keep failure paths quick.
+use_store() {
+  export AWS_ENDPOINT_URL="$1" AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+  export AWS_MAX_ATTEMPTS=${AWS_MAX_ATTEMPTS:-8} RECTRAIN_S3_RETRY_BASE_MS=20 RECTRAIN_S3_RETRY_MAX_MS=200
+  export RECTRAIN_S3_STALL_TIMEOUT_MS=1000
+}
+
+# same_model RUN_A RUN_B: the trained models' parameters are the same bit for bit: dense.bin byte
+# for byte, each embedding table row by row (same_table.py: a reload may change the slot order
+# rows are written in). meta.json differs (timings, the config's hash over the data paths).
+same_model() {
+  cmp -s "$1/model/dense.bin" "$2/model/dense.bin" || fail "$1/model/dense.bin differs from $2/model/dense.bin"
+  for f in $(cd "$1/model" && find tables -type f | sort); do
+    /usr/bin/python3 "$S3DIR/same_table.py" "$1/model/$f" "$2/model/$f" || fail "$1/model/$f differs from $2/model/$f"
+  done
+}
+
+json() {  # json FILE python-expression-on-j
+  /usr/bin/python3 -c "import json,sys; j=json.load(open('$1')); print($2)"
+}
