@@ -9,7 +9,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libsqlite3-dev libcpp-httplib-dev prometheus prometheus-alertmanager chromium
       libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist
       curl wrk
-      libcurl4-openssl-dev libssl-dev python3-boto3
+      libcurl4-openssl-dev libssl-dev openssl ca-certificates python3-boto3
       python3)
 if [[ "${1:-}" == "--peer" ]]; then
   # libopenblas0-pthread: without it libblas.so.3 is the unoptimised reference BLAS and the

@@ -13,6 +13,8 @@ Usage: boto_tool.py ENDPOINT COMMAND ARGS...
   md5 BUCKET KEY               hex MD5 of the object's bytes
   delete BUCKET KEY            delete one object
   get-throughput BUCKET KEY REPEAT   MB/s of REPEAT whole-object GETs (the server's ceiling)
+  get-many BUCKET PREFIX THREADS     seconds to list PREFIX and GET every object under it with
+                                     THREADS threads (the server's ceiling for many small objects)
 """
 import concurrent.futures
 import hashlib
@@ -78,6 +80,13 @@ def main(argv):
         for _ in range(repeat):
             total += len(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
         print("%.1f" % (total / (time.time() - start) / 1e6))
+    elif cmd == "get-many":
+        bucket, prefix, threads = args[0], args[1], int(args[2])
+        start = time.time()
+        keys = [k for k, _, _ in list_all(s3, bucket, prefix)]
+        with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+            list(ex.map(lambda k: s3.get_object(Bucket=bucket, Key=k)["Body"].read(), keys))
+        print("%.2f" % (time.time() - start))
     else:
         print("unknown command " + cmd, file=sys.stderr)
         return 2

@@ -14,7 +14,8 @@ the proxy sees) and FAULT%K (every K-th request). The first matching entry wins.
 path does not contain --only (if given) are never faulted but are counted.
 
 Writes one JSON line per request to --log: {"n", "method", "path", "fault", "status"}.
-Prints "listening PORT" on stdout once it accepts connections.
+Prints "listening PORT" on stdout once it accepts connections. With --certfile/--keyfile it serves
+HTTPS (the TLS tests).
 
 Usage: fault_proxy.py --upstream http://127.0.0.1:PORT --port 0 --plan "503%7,drop%11" --log FILE
 """
@@ -23,6 +24,7 @@ import http.client
 import http.server
 import json
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -138,11 +140,17 @@ def main():
     p.add_argument("--only", default="")
     p.add_argument("--stall-seconds", type=float, default=5.0)
     p.add_argument("--log", required=True)
+    p.add_argument("--certfile", default="", help="serve HTTPS with this certificate (and --keyfile)")
+    p.add_argument("--keyfile", default="")
     args = p.parse_args()
     log = open(args.log, "a")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port),
                                              make_handler(args, Plan(args.plan, args.only), log, threading.Lock()))
     server.daemon_threads = True
+    if args.certfile:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.certfile, args.keyfile)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print("listening", server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -111,15 +111,15 @@ class S3Server {
 // fault_proxy.py in front of `upstream` with a fault plan (see its docstring).
 class FaultProxy {
  public:
+  // `tls`: a certificate and key file (PEM) to serve HTTPS with; empty: plain HTTP.
   FaultProxy(const std::string& upstream, const std::string& plan, const std::string& log,
-             double stall_seconds = 3, const std::string& only = "")
-      : port_(FreePort()), log_(log) {
+             double stall_seconds = 3, const std::pair<std::string, std::string>& tls = {})
+      : port_(FreePort()), log_(log), https_(!tls.first.empty()) {
     std::vector<std::string> argv{"/usr/bin/python3", SourceDir() + "/tests/s3/fault_proxy.py", "--upstream", upstream,
                                   "--port", std::to_string(port_), "--plan", plan, "--log", log,
                                   "--stall-seconds", std::to_string(stall_seconds)};
-    if (!only.empty()) {
-      argv.push_back("--only");
-      argv.push_back(only);
+    if (https_) {
+      argv.insert(argv.end(), {"--certfile", tls.first, "--keyfile", tls.second});
     }
     pid_ = Spawn(argv, log + ".stderr");
     error_ = WaitForPort(port_, pid_, log + ".stderr");
@@ -132,7 +132,7 @@ class FaultProxy {
   FaultProxy(const FaultProxy&) = delete;
   FaultProxy& operator=(const FaultProxy&) = delete;
   const std::string& error() const { return error_; }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return (https_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_); }
   // The request log, one JSON object per line.
   std::vector<std::string> LogLines() const {
     std::ifstream in(log_);
@@ -144,6 +144,7 @@ class FaultProxy {
  private:
   int port_;
   std::string log_;
+  bool https_;
   pid_t pid_ = -1;
   std::string error_;
 };

@@ -2,7 +2,8 @@
 # Training from and checkpointing to an S3-compatible store (npm s3rver on a free loopback port;
 # fixtures written and results checked with Debian's boto3):
 #  1. DeepFM from TSV and from Parquet objects (a prefix, a glob) gives the byte-identical model
-#     of training from the same files on local disk (deterministic: true).
+#     of training from the same files on local disk (deterministic: true); no credential appears
+#     in train.log, summary.json, config.yaml, the tracking store or the output.
 #  2. train.checkpoint_dir s3://...: every checkpoint is in the bucket with meta.json, the newest
 #     keep_checkpoints of them; --resume on a machine without the local copy continues from the
 #     bucket to the uninterrupted model.
@@ -69,6 +70,10 @@ same_model local-tsv s3-tsv
   { cat s3-pq.txt; fail "Parquet run from the bucket"; }
 same_model local-pq s3-pq
 echo "ok: TSV (prefix) and Parquet (glob) from the bucket give the local models byte for byte"
+for secret in "$AWS_SECRET_ACCESS_KEY" "$AWS_SESSION_TOKEN"; do
+  ! grep -rl "$secret" s3-tsv s3-pq s3-tsv.txt "$RECTRAIN_TRACKING_STORE"* || fail "a credential was written out"
+done
+echo "ok: no credential in train.log, summary.json, config.yaml, the tracking store or the output"
 
 echo "== 2. checkpoints in the bucket, --resume from it"
 # wait_log FILE PATTERN PID: until FILE has a line matching PATTERN (60 s), while PID runs.
