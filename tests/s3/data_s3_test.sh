@@ -9,7 +9,7 @@ B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 S3DIR=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/rectrain_s3_data_XXXXXX")
 . "$S3DIR/lib.sh"
-trap 'kill -9 ${S3_PID:-} 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill -9 ${S3_PID:-} 2>/dev/null || true; rm -rf "$W"' EXIT
 cd "$W"
 export RECTRAIN_TRACKING_STORE="$W/tracking.db"
 start_s3rver

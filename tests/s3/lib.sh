@@ -49,9 +49,10 @@ boto() { /usr/bin/python3 "$S3DIR/boto_tool.py" "$S3_URL" "$@"; }
 
 # use_store URL: rectrain talks to URL as the AWS tools would be told to (credentials from the
 # environment: s3rver takes any signature); short backoffs keep failure paths quick.
-# The secret and the token are unique strings, so a test can grep for them in every output.
+# s3rver knows only the key id S3RVER but takes any signature, so the secret and the token are
+# unique strings that a test can grep for in every output.
 use_store() {
-  export AWS_ENDPOINT_URL="$1" AWS_ACCESS_KEY_ID=AKIARECTRAINTEST AWS_REGION=us-east-1
+  export AWS_ENDPOINT_URL="$1" AWS_ACCESS_KEY_ID=S3RVER AWS_REGION=us-east-1
   export AWS_SECRET_ACCESS_KEY=rectrain-secret-7c41d0e2 AWS_SESSION_TOKEN=rectrain-token-93ab5f17
   export AWS_MAX_ATTEMPTS=${AWS_MAX_ATTEMPTS:-8} RECTRAIN_S3_RETRY_BASE_MS=20 RECTRAIN_S3_RETRY_MAX_MS=200
   export RECTRAIN_S3_STALL_TIMEOUT_MS=1000

@@ -14,7 +14,7 @@ FLAGS="$*"
 S3DIR=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/rectrain_s3_mpi_XXXXXX")
 . "$S3DIR/lib.sh"
-trap 'kill -9 ${S3_PID:-} 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill -9 ${S3_PID:-} 2>/dev/null || true; rm -rf "$W"' EXIT
 cd "$W"
 start_s3rver
 use_store "$S3_URL"

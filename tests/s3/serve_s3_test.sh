@@ -12,7 +12,7 @@ B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 S3DIR=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/rectrain_s3_serve_XXXXXX")
 . "$S3DIR/lib.sh"
-trap 'kill -9 ${S3_PID:-} ${PROXY_PID:-} ${SERVE_PID:-} ${WRK:-} 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill -9 ${S3_PID:-} ${PROXY_PID:-} ${SERVE_PID:-} ${WRK:-} 2>/dev/null || true; rm -rf "$W"' EXIT
 cd "$W"
 command -v curl >/dev/null || fail "curl is not installed (scripts/install_deps.sh installs it)"
 export RECTRAIN_TRACKING_STORE="$W/tracking.db"
