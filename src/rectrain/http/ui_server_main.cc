@@ -2,6 +2,9 @@
 // `rectrain ui` (same library call, http::ServeUi) used by the browser test.
 //   rectrain_ui_server --store ws/rectrain.db [--host 127.0.0.1] [--port 8080] [--token T]
 //                      [--static-dir DIR] [--artifact-root DIR] [--alertmanager URL]
+#include <pthread.h>
+#include <signal.h>
+
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -46,6 +49,18 @@ int main(int argc, char** argv) {
     }
   }
   if (o.store_path.empty()) return usage();
+  // SIGINT/SIGTERM are taken with sigwait (as `rectrain ui` does, docs/decisions/0006), blocked
+  // before ServeUi starts the server's threads so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  o.wait_for_stop = [stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    return sig;
+  };
   rectrain::Status st = rectrain::http::ServeUi(o);
   if (!st.ok()) {
     std::cerr << "rectrain_ui_server: " << st << "\n";
