@@ -10,14 +10,18 @@
 #  4. 20 hot reloads while wrk keeps 8 connections busy: not one failed request. The served
 #     version is the directory's number; a manifest its config contradicts is refused; a version
 #     copied in two parts (manifest first) loads once complete; a dead export's temp dir goes.
-#  5. Off loopback a token is required.
+#  5. Hostile clients (tests/http_limits_probe.py): /healthz answers while 500 idle and slow
+#     connections are held; a chunked body over --max-body-bytes gets 413 at once; ambiguous
+#     framing is 400; a POST without a length and pipelined requests are answered.
 #  6. Serving deltas (rectrain publish): 30 deltas published while wrk keeps 8 connections busy,
 #     each applied in place with not one failed request; the served chain scores bit for bit as
 #     `rectrain eval` of the same model; a delta made against another version of its base is
 #     refused (log, 409 on /v1/reload) and the server keeps serving.
+#  7. Off loopback a token is required.
 # Usage: serve_test.sh RECTRAIN
 set -eu
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+PROBE=$(cd "$(dirname "$0")" && pwd)/http_limits_probe.py
 W=$(mktemp -d "${TMPDIR:-/tmp}/rectrain_serve_XXXXXX")
 trap 'pkill -KILL -f "$W/" 2>/dev/null || true; rm -rf "$W"' EXIT
 cd "$W"
@@ -204,6 +208,9 @@ grep -q "refused.*models/32.*missing" serve.log || fail "the incomplete version 
 cp -r models/2/config.yaml models/2/dense.bin models/2/tables models/32/   # ... the rest later
 served 32 || fail "version 32 was not loaded once its copy was complete (not retried)"
 echo "versions by directory number, a contradicting manifest refused, a copy in two parts picked up"
+
+echo "== 5. hostile clients"
+python3 "$PROBE" "$U" --post /v1/predict --max-body 2000000 --pid $SERVE_PID || fail "the limits probe"
 kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
 
 echo "== 6. serving deltas under load; a delta of another base refused"
@@ -264,7 +271,9 @@ served_eq eval3.txt || fail "version 32 stopped serving after the refusal"
 echo "30 deltas applied under load ($(grep -o "[0-9]* requests" wrk_d.txt 2>/dev/null), none failed), bit-equal to eval; a delta of another base refused"
 kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
 
-echo "== 5. off loopback a token is required"
+echo "== 7. off loopback a token is required"
 "$B" serve models --host 0.0.0.0 --port 0 2>err.txt && fail "serve on 0.0.0.0 without a token started"
-grep -q "token is required" err.txt || fail "no token message: $(cat err.txt)"
+grep -q "token is required.*could score with and reload the model" err.txt || fail "no token message: $(cat err.txt)"
+"$B" serve models --host 0.0.0.0 --port 0 --token '                ' 2>err.txt && fail "a token of spaces was taken"
+grep -q "at least 8 different" err.txt || fail "no token rule: $(cat err.txt)"
 echo "serve_test: OK"

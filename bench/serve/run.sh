@@ -10,9 +10,12 @@
 #  4. 20 hot reloads under load: failed requests.
 # Usage: sh bench/serve/run.sh [WORK_DIR]   (from the repository root, after the release build)
 #   SERVE_FLAGS="--precision fp32" sh bench/serve/run.sh   serves with fp32 GEMMs
+#   ONLY=serve RECTRAIN=/path/to/rectrain sh bench/serve/run.sh   parts 2 and 4 only, with
+#   another binary (to compare two builds on the same model in one session)
 set -eu
 R=$(pwd)
-B=$R/build/release/rectrain
+B=${RECTRAIN:-$R/build/release/rectrain}
+ONLY=${ONLY:-all}
 G=$R/build/release/src/rectrain/serve/serve_grow_model
 W=${1:-bench-serve}
 mkdir -p "$W" && cd "$W"
@@ -25,6 +28,7 @@ if [ ! -f run/model/meta.json ]; then
     --set model.precision=$PREC --set tracking.enabled=false 2>&1 | grep -E "valid:|samples/s" | tail -2
 fi
 rm -rf models && "$B" export run --out models/1
+if [ "$ONLY" = all ]; then
 echo "== offline"
 "$B" eval run --data valid.tsv --json > eval.json
 python3 -c "import json; j = json.load(open('eval.json')); print('rectrain eval: %d rows in %.2f s = %.0f rows/s, auc %.5f' % (j['rows'], j['seconds'], j['rows'] / j['seconds'], j['auc']))"
@@ -59,6 +63,7 @@ for name, d in (("fp32", "models/1"), ("fp16", "q_fp16"), ("int8", "q_int8")):
     print("%s: auc %.6f (%+.1e)  max |dp| %.1e  table bytes %.1f MB" % (name, auc(p), auc(p) - base,
           max(abs(a - b) for a, b in zip(ref, p)), size / 1e6))
 PY
+fi
 
 "$B" serve models --port 0 --poll-ms 200 --max-request-rows 100000 ${SERVE_FLAGS:-} >serve.out 2>serve.log &
 S=$!
@@ -128,9 +133,11 @@ run_wrk 16 1
 run_wrk 16 32
 run_wrk 4 256
 
-echo "== the forward pass alone, 2 threads (fp32 and bf16)"
-OMP_WAIT_POLICY=passive "$R/build/release/src/rectrain/nn/model_benchmark" --benchmark_filter='BM_DeepFmForward/.*/threads:2' \
-  --benchmark_min_time=0.5 2>/dev/null | grep BM_ | awk '{print "  " $1, $NF}'
+if [ "$ONLY" = all ]; then
+  echo "== the forward pass alone, 2 threads (fp32 and bf16)"
+  OMP_WAIT_POLICY=passive "$R/build/release/src/rectrain/nn/model_benchmark" --benchmark_filter='BM_DeepFmForward/.*/threads:2' \
+    --benchmark_min_time=0.5 2>/dev/null | grep BM_ | awk '{print "  " $1, $NF}'
+fi
 
 echo "== 20 hot reloads under load"
 wrk -t2 -c8 -d${DUR}s -s post.lua "$U/v1/predict" -- req1.json > wrk_reload.txt &
@@ -143,6 +150,7 @@ done
 wait $WK
 echo "$(grep -o '[0-9]* requests in [0-9.]*s' wrk_reload.txt) across 20 reloads; failed: $(sed -n 's/.*Non-2xx or 3xx responses: //p' wrk_reload.txt | grep . || echo 0); serving version $(curl -s "$U/readyz")"
 kill $S; wait $S 2>/dev/null || true
+[ "$ONLY" = all ] || exit 0
 
 echo "== cold start, 10M embedding rows"
 [ -d big ] || "$G" models/1 big 10000000

@@ -1,5 +1,6 @@
 #include "rectrain/cli/process_env.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +17,13 @@ void ReexecWithComputePoolEnv(char** argv) {
   setenv("RECTRAIN_KEEP_OMP_ENV", "1", /*overwrite=*/0);  // the child must not re-exec again
   execv("/proc/self/exe", argv);
   // execv only returns on failure; carry on with the runtime's defaults.
+}
+
+void RaiseOpenFileLimit() {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);  // on failure the server's own check names the limit
 }
 
 }  // namespace rectrain::cli

@@ -14,4 +14,9 @@ namespace rectrain::cli {
 // normally when no re-exec is needed or it failed (then the defaults stay).
 void ReexecWithComputePoolEnv(char** argv);
 
+// Raises the soft limit on open files to the hard one (as Go's runtime and nginx do), so that a
+// server's connection cap (--max-connections, one descriptor each) fits under it: Debian's
+// default soft limit is 1024. For `rectrain serve` and `rectrain ui`, before the server starts.
+void RaiseOpenFileLimit();
+
 }  // namespace rectrain::cli

@@ -1,10 +1,12 @@
 // `rectrain serve`: HTTP/JSON scoring with micro-batching and hot reload (serve/service.h,
 // docs/serving.md).
+#include <algorithm>
 #include <cstdio>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
 #include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
@@ -17,7 +19,8 @@ int RunServe(const std::vector<std::string>& args) {
   serve::ServiceOptions so;
   std::string host = "127.0.0.1", token;
   int64_t port = 8500, threads = 2, http_threads = 16, max_batch = so.max_batch_rows, max_wait_us = 1000,
-          max_rows = so.max_request_rows, poll_ms = 2000, max_body = 32 << 20;
+          max_rows = so.max_request_rows, poll_ms = 2000, max_body = 32 << 20, max_connections = 512,
+          idle_timeout_ms = 5000;
   bool no_verify = false;
   std::string precision;
   FlagParser flags(kCmd, "MODEL_PATH [--port P] [--host H --token T] [--max-batch N] [--max-wait-us U]",
@@ -30,7 +33,9 @@ int RunServe(const std::vector<std::string>& args) {
   flags.String("host", &host, "bind address (default 127.0.0.1; any other needs --token)");
   flags.String("token", &token, "bearer token required off loopback (>= 16 characters; or $RECTRAIN_SERVE_TOKEN)");
   flags.Int("threads", &threads, "compute threads for scoring (default 2)");
-  flags.Int("http-threads", &http_threads, "connection threads (default 16: concurrent keep-alive clients)");
+  flags.Int("http-threads", &http_threads, "request worker threads (default 16: requests handled at once; an idle connection holds none)");
+  flags.Int("max-connections", &max_connections, "open connections at most (default 512; docs/serving.md \"Limits\")");
+  flags.Int("idle-timeout-ms", &idle_timeout_ms, "close a connection without a request for this long (default 5000)");
   flags.Int("max-batch", &max_batch, "rows scored together at most (default 512)");
   flags.Int("max-wait-us", &max_wait_us, "how long a request waits for others to batch with (default 1000)");
   flags.Int("max-request-rows", &max_rows, "rows per request at most (default 10000; more: 413)");
@@ -65,10 +70,14 @@ int RunServe(const std::vector<std::string>& args) {
   ho.token = token;
   ho.num_threads = static_cast<int>(http_threads);
   ho.max_body_bytes = max_body;
+  ho.max_connections = static_cast<int>(std::clamp<int64_t>(max_connections, 0, 1 << 20));
+  ho.idle_timeout_ms = idle_timeout_ms;
+  ho.unprotected_risk = "score with and reload the model";
   ho.rate_limit_per_s = 0;  // a model server is load-tested and fronted by its own balancer
   // Clients keep their connection (a reconnect per 100 requests showed as 1% of requests at
-  // 100+ ms under wrk); an idle one is closed after 5 s, freeing its thread.
+  // 100+ ms under wrk); an idle one is closed after --idle-timeout-ms.
   ho.keep_alive_max_requests = 1 << 30;
+  RaiseOpenFileLimit();  // --max-connections descriptors
   ho.routes = (*service)->Routes();
   auto server = http::Server::Start(ho, &registry, nullptr);
   if (!server.ok()) return ReportError(kCmd, server.status());

@@ -1,11 +1,13 @@
 // `rectrain ui`: the web UI, REST API and /metrics over the workspace's tracking store
 // (http::ServeUi; docs/ui.md, docs/cli.md).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
 #include "rectrain/track/workspace.h"
 #include "rectrain/http/ui_server.h"
@@ -15,7 +17,7 @@ namespace rectrain::cli {
 int RunUi(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain ui";
   std::string host = "127.0.0.1", token, store, workspace, static_dir, alertmanager;
-  int64_t port = 8080;
+  int64_t port = 8080, max_connections = 512, idle_timeout_ms = 5000;
   FlagParser flags(kCmd, "[--port P] [--host H] [--token T] [--store PATH] [--workspace DIR] [--alertmanager URL]",
                    "Serves the web UI, its REST API and /metrics from the tracking store until\n"
                    "Ctrl-C. Binds 127.0.0.1 by default; another host needs a token (--token, else\n"
@@ -33,6 +35,8 @@ int RunUi(const std::vector<std::string>& args) {
   flags.String("alertmanager", &alertmanager,
                "Alertmanager URL (e.g. http://127.0.0.1:9093): run pages show the alerts labelled with "
                "their run id");
+  flags.Int("max-connections", &max_connections, "open connections at most (default 512; docs/ui.md \"Limits\")");
+  flags.Int("idle-timeout-ms", &idle_timeout_ms, "close a connection without a request for this long (default 5000)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
@@ -48,6 +52,9 @@ int RunUi(const std::vector<std::string>& args) {
   o.token = token;
   o.static_dir = static_dir;
   o.alertmanager_url = alertmanager;
+  o.max_connections = static_cast<int>(std::clamp<int64_t>(max_connections, 0, 1 << 20));
+  o.idle_timeout_ms = idle_timeout_ms;
+  RaiseOpenFileLimit();  // --max-connections descriptors
   o.artifact_root = track::WorkspaceOfStore(o.store_path, workspace);
   EnableGracefulStop("");  // a signal while the store opens stops the server once it is up
   o.wait_for_stop = WaitForStopSignal;

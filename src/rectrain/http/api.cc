@@ -1,7 +1,9 @@
 // rectrain/http/api.cc: the JSON REST API over the TrackingStore (see server.h for routes).
 // JSON is built with nlohmann::json; invalid UTF-8 in stored text is replaced, never thrown.
-#include <charconv>
+#include <httplib.h>
+
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -17,18 +19,15 @@ using nlohmann::json;
 using track::RunFilter;
 using track::RunId;
 
+using Req = const RouteRequest&;
+
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-void SendJson(httplib::Response& res, const json& j) {
-  res.status = 200;
-  res.set_content(Dump(j), "application/json");
-}
+RouteReply Json(const json& j) { return RouteReply{200, Dump(j), "application/json", {}}; }
 
-
-
-Result<int64_t> IntParam(const httplib::Request& req, const std::string& key, int64_t dflt) {
-  if (!req.has_param(key)) return dflt;
-  std::string v = req.get_param_value(key);
+Result<int64_t> IntParam(Req req, const std::string& key, int64_t dflt) {
+  if (!req.HasParam(key)) return dflt;
+  std::string v = req.Param(key);
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
@@ -38,40 +37,32 @@ Result<int64_t> IntParam(const httplib::Request& req, const std::string& key, in
   return out;
 }
 
-std::vector<std::string> AllValues(const httplib::Request& req, const std::string& key) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < req.get_param_value_count(key); ++i) {
-    out.push_back(req.get_param_value(key, i));
-  }
-  return out;
-}
-
-Result<RunFilter> ParseFilter(const httplib::Request& req) {
+Result<RunFilter> ParseFilter(Req req) {
   RunFilter f;
-  if (req.has_param("status")) {
-    RECTRAIN_ASSIGN_OR_RETURN(f.status, track::ParseRunStatus(req.get_param_value("status")));
+  if (req.HasParam("status")) {
+    RECTRAIN_ASSIGN_OR_RETURN(f.status, track::ParseRunStatus(req.Param("status")));
   }
-  f.tags = AllValues(req, "tag");
-  if (req.has_param("q")) f.name_contains = req.get_param_value("q");
-  if (req.has_param("group")) f.group_id = req.get_param_value("group");
-  if (req.has_param("parent")) {
+  f.tags = req.ParamValues("tag");
+  if (req.HasParam("q")) f.name_contains = req.Param("q");
+  if (req.HasParam("group")) f.group_id = req.Param("group");
+  if (req.HasParam("parent")) {
     RECTRAIN_ASSIGN_OR_RETURN(int64_t parent, IntParam(req, "parent", 0));
     f.parent_id = parent;
   }
-  for (const std::string& p : AllValues(req, "param")) {
+  for (const std::string& p : req.ParamValues("param")) {
     size_t eq = p.find('=');
     if (eq == std::string::npos || eq == 0) {
       return InvalidArgumentError("query parameter 'param' must be KEY=VALUE, got '" + p + "'");
     }
     f.params.emplace_back(p.substr(0, eq), p.substr(eq + 1));
   }
-  for (const std::string& m : AllValues(req, "metric")) {
+  for (const std::string& m : req.ParamValues("metric")) {
     RECTRAIN_ASSIGN_OR_RETURN(track::MetricThreshold t, track::ParseMetricThreshold(m));
     f.metrics.push_back(std::move(t));
   }
-  if (req.has_param("sort")) f.sort_by = req.get_param_value("sort");
-  if (req.has_param("order")) {
-    std::string order = req.get_param_value("order");
+  if (req.HasParam("sort")) f.sort_by = req.Param("sort");
+  if (req.HasParam("order")) {
+    std::string order = req.Param("order");
     if (order != "asc" && order != "desc") {
       return InvalidArgumentError("query parameter 'order' must be asc or desc, got '" + order +
                                   "'");
@@ -83,27 +74,27 @@ Result<RunFilter> ParseFilter(const httplib::Request& req) {
   return f;
 }
 
-Result<RunId> RunIdFromPath(const httplib::Request& req) {
-  const std::string s = req.matches[1].str();
+Result<RunId> RunIdFromPath(Req req) {
+  const std::string_view s = req.path_params.at(0);
   RunId id = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
   if (ec != std::errc() || p != s.data() + s.size()) {
-    return InvalidArgumentError("bad run id '" + s + "'");
+    return InvalidArgumentError("bad run id '" + std::string(s) + "'");
   }
   return id;
 }
 
-// Wraps a handler body that returns a Status: errors become JSON error responses.
+// A GET or DELETE route whose body returns its reply or an error (a JSON error reply).
 template <typename Fn>
-httplib::Server::Handler Wrap(track::TrackingStore* store, Fn fn) {
-  return [store, fn](const httplib::Request& req, httplib::Response& res) {
-    if (store == nullptr) {
-      SendError(res, NotFoundError("no tracking store is attached to this server"));
-      return;
-    }
-    Status st = fn(*store, req, res);
-    if (!st.ok()) SendError(res, st);
-  };
+Route Api(std::string method, std::string path, track::TrackingStore* store, Fn fn) {
+  return Route{std::move(method), std::move(path), [store, fn](Req req) -> RouteReply {
+                 Result<RouteReply> reply = store == nullptr
+                                                ? Result<RouteReply>(NotFoundError("no tracking store is attached to this server"))
+                                                : fn(*store, req);
+                 if (reply.ok()) return std::move(reply).value();
+                 return RouteReply{HttpStatusForCode(reply.status().code()), ErrorJson(reply.status()), "application/json", {}};
+               },
+               false};
 }
 
 std::vector<std::string> SplitCsv(const std::string& text) {
@@ -227,6 +218,131 @@ Result<json> RunAlerts(const std::string& url, RunId id) {
   return out;
 }
 
+using track::TrackingStore;
+
+Result<RouteReply> ListRuns(TrackingStore& s, Req req) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
+  RECTRAIN_ASSIGN_OR_RETURN(track::RunList list, s.ListRuns(f));
+  json runs = json::array();
+  for (const auto& r : list.runs) runs.push_back(track::RunSummaryJson(r));
+  if (req.HasParam("include_params")) {
+    // "all" or a comma-separated key list: adds "params":{k:v} to every run.
+    std::vector<std::string> keys;
+    if (std::string v = req.Param("include_params"); v != "all") keys = SplitCsv(v);
+    std::vector<RunId> ids;
+    for (const auto& r : list.runs) ids.push_back(r.id);
+    RECTRAIN_ASSIGN_OR_RETURN(auto params, s.GetParams(ids, keys));
+    for (size_t i = 0; i < params.size(); ++i) {
+      json p = json::object();
+      for (const auto& [k, v] : params[i]) p[k] = v;
+      runs[i]["params"] = std::move(p);
+    }
+  }
+  return Json({{"total", list.total}, {"offset", f.offset}, {"runs", runs}});
+}
+
+Result<RouteReply> ListRunsCsv(TrackingStore& s, Req req) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
+  RECTRAIN_ASSIGN_OR_RETURN(std::string csv, s.ExportRunsCsv(f));
+  return RouteReply{200, std::move(csv), "text/csv", {}};
+}
+
+Result<RouteReply> GetRun(TrackingStore& s, Req req) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+  RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
+  return Json(track::RunDetailJson(d));
+}
+
+Result<RouteReply> DeleteRun(TrackingStore& s, Req req) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+  RECTRAIN_RETURN_IF_ERROR(s.DeleteRun(id));
+  return Json({{"deleted", id}});
+}
+
+Result<RouteReply> RunMetrics(TrackingStore& s, Req req, int64_t default_max_points) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+  RECTRAIN_ASSIGN_OR_RETURN(int64_t max_points, IntParam(req, "max_points", default_max_points));
+  RECTRAIN_ASSIGN_OR_RETURN(int64_t min_step, IntParam(req, "min_step", std::numeric_limits<int64_t>::min()));
+  RECTRAIN_ASSIGN_OR_RETURN(int64_t max_step, IntParam(req, "max_step", std::numeric_limits<int64_t>::max()));
+  std::vector<std::string> keys = req.ParamValues("key");
+  if (keys.empty()) {
+    RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
+    for (const auto& k : d.metric_keys) keys.push_back(k.key);
+  }
+  json series = json::array();
+  for (const std::string& key : keys) {
+    RECTRAIN_ASSIGN_OR_RETURN(track::MetricSeries m, s.GetMetrics(id, key, max_points, min_step, max_step));
+    json points = json::array();
+    for (const auto& p : m.points) points.push_back({p.step, p.value, p.wall_time});
+    series.push_back(
+        {{"key", m.key}, {"total_points", m.total_points}, {"downsampled", m.downsampled}, {"points", points}});
+  }
+  return Json({{"run_id", id}, {"series", series}});
+}
+
+Result<RouteReply> RunMetricsCsv(TrackingStore& s, Req req) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+  RECTRAIN_ASSIGN_OR_RETURN(std::string csv, s.ExportMetricsCsv(id));
+  return RouteReply{200, std::move(csv), "text/csv", {}};
+}
+
+Result<RouteReply> Compare(TrackingStore& s, Req req) {
+  std::vector<RunId> ids;
+  const std::string text = req.Param("ids");
+  size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    size_t comma = text.find(',', pos);
+    std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    RunId id = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), id);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size()) {
+      return InvalidArgumentError("query parameter 'ids' must be comma-separated run ids, got '" + text + "'");
+    }
+    ids.push_back(id);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(track::RunComparison cmp, s.CompareRuns(ids));
+  return Json(track::RunComparisonJson(cmp));
+}
+
+Result<RouteReply> Groups(TrackingStore& s, Req req) {
+  track::GroupBy by = track::GroupBy::kGroupId;
+  if (req.HasParam("by")) {
+    std::string v = req.Param("by");
+    if (v == "parent") {
+      by = track::GroupBy::kParent;
+    } else if (v == "tag") {
+      by = track::GroupBy::kTag;
+    } else if (v != "group") {
+      return InvalidArgumentError("query parameter 'by' must be group, parent or tag, got '" + v + "'");
+    }
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<track::GroupSummary> groups, s.ListGroups(by));
+  json out = json::array();
+  for (const auto& g : groups) {
+    out.push_back({{"group_id", g.group_id}, {"runs", g.runs}, {"running", g.running}, {"finished", g.finished},
+                   {"failed", g.failed}, {"stopped", g.stopped}, {"first_start_time", g.first_start_time},
+                   {"last_start_time", g.last_start_time}});
+  }
+  return Json({{"groups", out}});
+}
+
+// The run's alerts in Alertmanager (docs/alerts.md). No Alertmanager configured: an empty list
+// with a note; one that cannot be asked: 503 with the reason.
+Result<RouteReply> RunAlertsReply(TrackingStore& s, Req req, const std::string& alertmanager) {
+  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+  RECTRAIN_RETURN_IF_ERROR(s.GetRun(id).status());
+  if (alertmanager.empty()) {
+    return Json({{"run_id", id},
+                 {"alertmanager", nullptr},
+                 {"alerts", json::array()},
+                 {"note", "no Alertmanager configured (start rectrain ui with --alertmanager URL)"}});
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(json alerts, RunAlerts(alertmanager, id));
+  return Json({{"run_id", id}, {"alertmanager", alertmanager}, {"alerts", alerts}});
+}
+
 }  // namespace
 
 Result<AlertmanagerUrl> ParseAlertmanagerUrl(const std::string& url) {
@@ -252,177 +368,29 @@ Result<AlertmanagerUrl> ParseAlertmanagerUrl(const std::string& url) {
   return out;
 }
 
-void SendError(httplib::Response& res, const Status& status) {
-  res.status = HttpStatusForCode(status.code());
-  res.set_content(ErrorJson(status), "application/json");
-}
-
-void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
-                       const ServerOptions& options) {
-  using track::TrackingStore;
-  using Req = const httplib::Request&;
-  using Res = httplib::Response&;
-
-  server.Get("/api/runs", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-    RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
-    RECTRAIN_ASSIGN_OR_RETURN(track::RunList list, s.ListRuns(f));
-    json runs = json::array();
-    for (const auto& r : list.runs) runs.push_back(track::RunSummaryJson(r));
-    if (req.has_param("include_params")) {
-      // "all" or a comma-separated key list: adds "params":{k:v} to every run.
-      std::vector<std::string> keys;
-      if (std::string v = req.get_param_value("include_params"); v != "all") keys = SplitCsv(v);
-      std::vector<RunId> ids;
-      for (const auto& r : list.runs) ids.push_back(r.id);
-      RECTRAIN_ASSIGN_OR_RETURN(auto params, s.GetParams(ids, keys));
-      for (size_t i = 0; i < params.size(); ++i) {
-        json p = json::object();
-        for (const auto& [k, v] : params[i]) p[k] = v;
-        runs[i]["params"] = std::move(p);
-      }
-    }
-    SendJson(res, {{"total", list.total}, {"offset", f.offset}, {"runs", runs}});
-    return OkStatus();
-  }));
-
-  server.Get("/api/runs.csv", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-    RECTRAIN_ASSIGN_OR_RETURN(RunFilter f, ParseFilter(req));
-    RECTRAIN_ASSIGN_OR_RETURN(std::string csv, s.ExportRunsCsv(f));
-    res.set_content(csv, "text/csv");
-    return OkStatus();
-  }));
-
-  server.Get(R"(/api/runs/(\d+))", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-    RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
-    RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
-    SendJson(res, track::RunDetailJson(d));
-    return OkStatus();
-  }));
-
-  server.Delete(R"(/api/runs/(\d+))",
-                Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-                  RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
-                  RECTRAIN_RETURN_IF_ERROR(s.DeleteRun(id));
-                  SendJson(res, {{"deleted", id}});
-                  return OkStatus();
-                }));
-
+std::vector<Route> ApiRoutes(track::TrackingStore* store, const ServerOptions& options) {
   const int64_t default_max_points = options.default_max_points;
-  server.Get(R"(/api/runs/(\d+)/metrics)",
-             Wrap(store, [default_max_points](TrackingStore& s, Req req, Res res) -> Status {
-               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
-               RECTRAIN_ASSIGN_OR_RETURN(int64_t max_points,
-                                         IntParam(req, "max_points", default_max_points));
-               RECTRAIN_ASSIGN_OR_RETURN(
-                   int64_t min_step,
-                   IntParam(req, "min_step", std::numeric_limits<int64_t>::min()));
-               RECTRAIN_ASSIGN_OR_RETURN(
-                   int64_t max_step,
-                   IntParam(req, "max_step", std::numeric_limits<int64_t>::max()));
-               std::vector<std::string> keys = AllValues(req, "key");
-               if (keys.empty()) {
-                 RECTRAIN_ASSIGN_OR_RETURN(track::RunDetail d, s.GetRun(id));
-                 for (const auto& k : d.metric_keys) keys.push_back(k.key);
-               }
-               json series = json::array();
-               for (const std::string& key : keys) {
-                 RECTRAIN_ASSIGN_OR_RETURN(
-                     track::MetricSeries m, s.GetMetrics(id, key, max_points, min_step, max_step));
-                 json points = json::array();
-                 for (const auto& p : m.points) points.push_back({p.step, p.value, p.wall_time});
-                 series.push_back({{"key", m.key},
-                                   {"total_points", m.total_points},
-                                   {"downsampled", m.downsampled},
-                                   {"points", points}});
-               }
-               SendJson(res, {{"run_id", id}, {"series", series}});
-               return OkStatus();
-             }));
-
-  server.Get(R"(/api/runs/(\d+)/metrics\.csv)",
-             Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
-               RECTRAIN_ASSIGN_OR_RETURN(std::string csv, s.ExportMetricsCsv(id));
-               res.set_content(csv, "text/csv");
-               return OkStatus();
-             }));
-
-  server.Get("/api/compare", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-    std::vector<RunId> ids;
-    std::string text = req.get_param_value("ids");
-    size_t pos = 0;
-    while (pos <= text.size() && !text.empty()) {
-      size_t comma = text.find(',', pos);
-      std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                      : comma - pos);
-      RunId id = 0;
-      auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), id);
-      if (part.empty() || ec != std::errc() || p != part.data() + part.size()) {
-        return InvalidArgumentError("query parameter 'ids' must be comma-separated run ids, got '" +
-                                    text + "'");
-      }
-      ids.push_back(id);
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-    RECTRAIN_ASSIGN_OR_RETURN(track::RunComparison cmp, s.CompareRuns(ids));
-    SendJson(res, track::RunComparisonJson(cmp));
-    return OkStatus();
-  }));
-
-  server.Get("/api/groups", Wrap(store, [](TrackingStore& s, Req req, Res res) -> Status {
-    track::GroupBy by = track::GroupBy::kGroupId;
-    if (req.has_param("by")) {
-      std::string v = req.get_param_value("by");
-      if (v == "parent") {
-        by = track::GroupBy::kParent;
-      } else if (v == "tag") {
-        by = track::GroupBy::kTag;
-      } else if (v != "group") {
-        return InvalidArgumentError("query parameter 'by' must be group, parent or tag, got '" +
-                                    v + "'");
-      }
-    }
-    RECTRAIN_ASSIGN_OR_RETURN(std::vector<track::GroupSummary> groups, s.ListGroups(by));
-    json out = json::array();
-    for (const auto& g : groups) {
-      out.push_back({{"group_id", g.group_id}, {"runs", g.runs}, {"running", g.running},
-                     {"finished", g.finished}, {"failed", g.failed}, {"stopped", g.stopped},
-                     {"first_start_time", g.first_start_time},
-                     {"last_start_time", g.last_start_time}});
-    }
-    SendJson(res, {{"groups", out}});
-    return OkStatus();
-  }));
-
-  // The run's alerts in Alertmanager (docs/alerts.md). No Alertmanager configured: an empty
-  // list with a note; one that cannot be asked: 503 with the reason.
-  const std::string alertmanager = options.alertmanager_url;
-  server.Get(R"(/api/runs/(\d+)/alerts)",
-             Wrap(store, [alertmanager](TrackingStore& s, Req req, Res res) -> Status {
-               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
-               RECTRAIN_RETURN_IF_ERROR(s.GetRun(id).status());
-               if (alertmanager.empty()) {
-                 SendJson(res, {{"run_id", id},
-                                {"alertmanager", nullptr},
-                                {"alerts", json::array()},
-                                {"note", "no Alertmanager configured (start rectrain ui with --alertmanager URL)"}});
-                 return OkStatus();
-               }
-               RECTRAIN_ASSIGN_OR_RETURN(json alerts, RunAlerts(alertmanager, id));
-               SendJson(res, {{"run_id", id}, {"alertmanager", alertmanager}, {"alerts", alerts}});
-               return OkStatus();
-             }));
-
-  const std::string artifact_root = options.artifact_root;
-  server.Get(R"(/api/runs/(\d+)/log)",
-             Wrap(store, [artifact_root](TrackingStore& s, Req req, Res res) -> Status {
-               RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
-               RECTRAIN_ASSIGN_OR_RETURN(int64_t max_bytes, IntParam(req, "max_bytes", 65536));
-               RECTRAIN_ASSIGN_OR_RETURN(json j, LogTail(s, id, artifact_root, max_bytes));
-               SendJson(res, j);
-               return OkStatus();
-             }));
+  const std::string alertmanager = options.alertmanager_url, artifact_root = options.artifact_root;
+  return {
+      Api("GET", "/api/runs", store, ListRuns),
+      Api("GET", "/api/runs.csv", store, ListRunsCsv),
+      Api("GET", "/api/runs/{id}", store, GetRun),
+      Api("DELETE", "/api/runs/{id}", store, DeleteRun),
+      Api("GET", "/api/runs/{id}/metrics", store,
+          [default_max_points](TrackingStore& s, Req req) { return RunMetrics(s, req, default_max_points); }),
+      Api("GET", "/api/runs/{id}/metrics.csv", store, RunMetricsCsv),
+      Api("GET", "/api/compare", store, Compare),
+      Api("GET", "/api/groups", store, Groups),
+      Api("GET", "/api/runs/{id}/alerts", store,
+          [alertmanager](TrackingStore& s, Req req) { return RunAlertsReply(s, req, alertmanager); }),
+      Api("GET", "/api/runs/{id}/log", store,
+          [artifact_root](TrackingStore& s, Req req) -> Result<RouteReply> {
+            RECTRAIN_ASSIGN_OR_RETURN(RunId id, RunIdFromPath(req));
+            RECTRAIN_ASSIGN_OR_RETURN(int64_t max_bytes, IntParam(req, "max_bytes", 65536));
+            RECTRAIN_ASSIGN_OR_RETURN(json j, LogTail(s, id, artifact_root, max_bytes));
+            return Json(j);
+          }),
+  };
 }
 
 }  // namespace rectrain::http::internal

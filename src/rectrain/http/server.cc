@@ -1,95 +1,116 @@
-// rectrain/http/server.cc: see server.h. Infrastructure: binding, auth, Host check, rate limit,
-// body limit, error mapping, /metrics and static files. The REST routes live in api.cc.
+// rectrain/http/server.cc: see server.h. Binding, the option checks, and the public helpers;
+// the request handling is internal/dispatcher.h, the connections internal/event_loop.h, the
+// REST routes api.cc.
 #include "rectrain/http/server.h"
 
 #include <arpa/inet.h>
-#include <httplib.h>
+#include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <chrono>
-#include <filesystem>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
-#include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
-#include <thread>
-#include <unordered_map>
+#include <set>
 
 #include "rectrain/http/internal/api.h"
+#include "rectrain/http/internal/dispatcher.h"
+#include "rectrain/http/internal/event_loop.h"
 
 namespace rectrain::http {
 namespace {
 
-namespace fs = std::filesystem;
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+// A listening, non-blocking socket on host:port (port 0: any free one), and its port.
+Result<std::pair<int, int>> Listen(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string where = host + ":" + std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    return UnavailableError("cannot bind " + where + ": " + gai_strerror(rc));
+  }
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof(addr);
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+      const int bound = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(addr).sin6_port
+                                                          : reinterpret_cast<sockaddr_in&>(addr).sin_port);
+      freeaddrinfo(found);
+      return std::pair(fd, bound);
+    }
+    why = std::strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return UnavailableError("cannot bind " + where + " (" + why + "; in use, or not an address of this machine)");
 }
 
-std::string_view ContentTypeFor(const fs::path& p) {
-  static const std::map<std::string, std::string_view> kTypes = {
-      {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-      {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
-      {".ico", "image/x-icon"}, {".woff2", "font/woff2"}, {".txt", "text/plain; charset=utf-8"},
-      {".map", "application/json"}, {".wasm", "application/wasm"}};
-  auto it = kTypes.find(p.extension().string());
-  return it == kTypes.end() ? std::string_view("application/octet-stream") : it->second;
-}
-
-// Token buckets per client address.
-class RateLimiter {
- public:
-  RateLimiter(double per_s, double burst) : per_s_(per_s), burst_(burst) {}
-  // True if a request from `client` may proceed now.
-  bool Allow(const std::string& client) {
-    if (per_s_ <= 0) return true;
-    auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(mu_);
-    if (buckets_.size() > 10000) buckets_.clear();  // bound memory under address churn
-    auto [it, inserted] = buckets_.try_emplace(client, Bucket{burst_, now});
-    Bucket& b = it->second;
-    double elapsed = std::chrono::duration<double>(now - b.last).count();
-    b.tokens = std::min(burst_, b.tokens + elapsed * per_s_);
-    b.last = now;
-    if (b.tokens < 1.0) return false;
-    b.tokens -= 1.0;
-    return true;
+Status CheckOptions(const ServerOptions& o) {
+  if (!IsLoopbackHost(o.host) && o.token.empty()) {
+    return InvalidArgumentError("a token is required to bind to non-loopback address " + o.host +
+                                " (anyone who can reach the port could " + o.unprotected_risk + ")");
   }
-
- private:
-  struct Bucket {
-    double tokens;
-    std::chrono::steady_clock::time_point last;
-  };
-  double per_s_, burst_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Bucket> buckets_;
-};
-
-// The Host header value without its port ("[::1]:80" -> "::1", "a:1" -> "a").
-std::string HostWithoutPort(const std::string& host) {
-  if (host.starts_with("[")) {
-    size_t close = host.find(']');
-    return close == std::string::npos ? host : host.substr(1, close - 1);
+  if (!o.token.empty()) {
+    RECTRAIN_RETURN_IF_ERROR(CheckToken(o.token));
   }
-  size_t colon = host.rfind(':');
-  return colon == std::string::npos ? host : host.substr(0, colon);
+  if (o.max_body_bytes <= 0 || o.num_threads <= 0 || o.max_connections <= 0 || o.idle_timeout_ms <= 0 ||
+      o.header_timeout_ms <= 0 || o.request_timeout_ms <= 0 || o.write_timeout_ms <= 0 || o.max_head_bytes < 256 ||
+      o.max_target_bytes < 64) {
+    return InvalidArgumentError(
+        "max_body_bytes, num_threads, max_connections and the timeouts must be positive, max_head_bytes >= 256 "
+        "and max_target_bytes >= 64");
+  }
+  rlimit files{};
+  constexpr int kSpareFiles = 64;  // the process's own files, the listen socket, epoll
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      static_cast<rlim_t>(o.max_connections) + kSpareFiles > files.rlim_cur) {
+    return InvalidArgumentError("max_connections " + std::to_string(o.max_connections) + " needs " +
+                                std::to_string(o.max_connections + kSpareFiles) +
+                                " open files, but this process may open " + std::to_string(files.rlim_cur) +
+                                " (ulimit -n): raise the limit or lower max_connections");
+  }
+  return OkStatus();
 }
 
 }  // namespace
 
 bool IsLoopbackHost(std::string_view host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  in_addr addr{};
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   std::string h(host);
-  if (inet_pton(AF_INET, h.c_str(), &addr) == 1) {
-    return (ntohl(addr.s_addr) >> 24) == 127;
+  std::transform(h.begin(), h.end(), h.begin(), [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  if (h == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
+
+Status CheckToken(std::string_view token) {
+  const bool allowed_chars = std::all_of(token.begin(), token.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_' || c == '~';
+  });
+  const size_t distinct = std::set<char>(token.begin(), token.end()).size();
+  if (token.size() < 16 || token.size() > 256 || !allowed_chars || distinct < 8) {
+    return InvalidArgumentError("the token must be 16 to 256 characters from A-Z a-z 0-9 - . _ ~ with at least 8 "
+                                "different ones (e.g. `openssl rand -hex 16`); this one has " +
+                                std::to_string(token.size()) + " characters, " + std::to_string(distinct) +
+                                " different" + (allowed_chars ? "" : ", and others than those"));
   }
-  return false;
+  return OkStatus();
 }
 
 int HttpStatusForCode(StatusCode code) {
@@ -134,132 +155,26 @@ std::string ErrorJson(const Status& status) {
 
 Result<std::string> GenerateToken() {
   std::ifstream in("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16];
-  if (!in.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
-    return UnavailableError("cannot read /dev/urandom to generate a token");
-  }
   static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
+  while (true) {  // fewer than 8 different hex digits in 32: about 1 in 10^7, drawn again
+    unsigned char bytes[16];
+    if (!in.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
+      return UnavailableError("cannot read /dev/urandom to generate a token");
+    }
+    std::string out;
+    for (unsigned char b : bytes) {
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+    if (CheckToken(out).ok()) return out;
   }
-  return out;
 }
 
 struct Server::Impl {
   ServerOptions options;
-  MetricsRegistry* registry = nullptr;
-  track::TrackingStore* store = nullptr;
-  httplib::Server svr;
-  std::thread thread;
   int port = 0;
-  std::unique_ptr<RateLimiter> limiter;
-  fs::path static_root;  // canonical; empty if none
-  Counter* requests_ok = nullptr;
-  bool stopped = false;
-
-  bool Authorized(const httplib::Request& req) const {
-    if (options.token.empty()) return true;
-    std::string auth = req.get_header_value("Authorization");
-    if (auth.starts_with("Bearer ") && ConstantTimeEquals(auth.substr(7), options.token)) {
-      return true;
-    }
-    return req.has_param("token") && ConstantTimeEquals(req.get_param_value("token"),
-                                                        options.token);
-  }
-
-  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req,
-                                            httplib::Response& res) {
-    using HR = httplib::Server::HandlerResponse;
-    if (!limiter->Allow(req.remote_addr)) {
-      res.set_header("Retry-After", "1");
-      internal::SendError(res, ResourceExhaustedError("rate limit exceeded for " +
-                                                      req.remote_addr + "; retry later"));
-      return HR::Handled;
-    }
-    if (req.has_header("Content-Length")) {
-      int64_t len = std::strtoll(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-      if (len > options.max_body_bytes) {
-        res.set_header("Connection", "close");
-        internal::SendError(res, InvalidArgumentError(
-                                     "request body of " + std::to_string(len) +
-                                     " bytes exceeds the limit of " +
-                                     std::to_string(options.max_body_bytes) + " bytes"));
-        res.status = 413;
-        return HR::Handled;
-      }
-    }
-    // Without a token the server trusts loopback peers; a browser page on another origin could
-    // still reach it through DNS rebinding, which this Host check defeats.
-    if (options.token.empty() &&
-        !IsLoopbackHost(HostWithoutPort(req.get_header_value("Host")))) {
-      internal::SendError(res, PermissionDeniedError(
-                                   "Host header '" + req.get_header_value("Host") +
-                                   "' is not a loopback name; start the server with a token to "
-                                   "serve other names"));
-      return HR::Handled;
-    }
-    bool protected_route = req.path == "/metrics" || req.path.starts_with("/api/") ||
-                           std::any_of(options.routes.begin(), options.routes.end(), [&](const Route& r) {
-                             return !r.public_route && r.path == req.path;
-                           });
-    if (protected_route && !Authorized(req)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      internal::SendError(res, PermissionDeniedError(
-                                   "missing or wrong token: send 'Authorization: Bearer <token>' "
-                                   "or '?token=<token>'"));
-      res.status = 401;
-      return HR::Handled;
-    }
-    return HR::Unhandled;
-  }
-
-  void ServeStatic(const httplib::Request& req, httplib::Response& res) {
-    if (req.path.starts_with("/api/")) {
-      internal::SendError(res, NotFoundError("no API route " + req.method + " " + req.path));
-      return;
-    }
-    if (static_root.empty()) {
-      internal::SendError(res, NotFoundError("no such route: " + req.path));
-      return;
-    }
-    // req.path is already percent-decoded. Refuse any '..' segment, backslash or NUL outright,
-    // then make sure the resolved file (symlinks followed) stays under the root.
-    const std::string& p = req.path;
-    bool bad = p.find('\0') != std::string::npos || p.find('\\') != std::string::npos;
-    for (size_t start = 0; !bad && start <= p.size();) {
-      size_t slash = p.find('/', start);
-      std::string_view seg(p.data() + start,
-                           (slash == std::string::npos ? p.size() : slash) - start);
-      bad = seg == "..";
-      if (slash == std::string::npos) break;
-      start = slash + 1;
-    }
-    auto refuse = [&] {
-      internal::SendError(res, PermissionDeniedError("path '" + p +
-                                                     "' escapes the static directory"));
-    };
-    if (bad) return refuse();
-    std::string rel = p.substr(p.find_first_not_of('/') == std::string::npos
-                                   ? p.size()
-                                   : p.find_first_not_of('/'));
-    if (rel.empty() || rel.ends_with("/")) rel += "index.html";
-    std::error_code ec;
-    fs::path full = fs::weakly_canonical(static_root / rel, ec);
-    if (ec) return internal::SendError(res, NotFoundError("no such file: " + p));
-    auto [root_end, full_it] = std::mismatch(static_root.begin(), static_root.end(), full.begin(),
-                                             full.end());
-    if (root_end != static_root.end()) return refuse();
-    if (!fs::is_regular_file(full, ec)) {
-      return internal::SendError(res, NotFoundError("no such file: " + p));
-    }
-    std::ifstream in(full, std::ios::binary);
-    std::stringstream body;
-    body << in.rdbuf();
-    if (!in) return internal::SendError(res, UnavailableError("cannot read " + p));
-    res.set_content(body.str(), std::string(ContentTypeFor(full)));
-  }
+  std::unique_ptr<internal::Dispatcher> dispatcher;
+  std::unique_ptr<internal::EventLoop> loop;
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -275,163 +190,56 @@ std::string Server::url() const {
 }
 
 void Server::Stop() {
-  if (impl_->stopped) return;
-  impl_->stopped = true;
-  impl_->svr.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->loop) impl_->loop->Stop();
 }
 
-Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
-                                              MetricsRegistry* registry,
+std::string RouteRequest::Param(std::string_view key) const {
+  for (const auto& [k, v] : query) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
+bool RouteRequest::HasParam(std::string_view key) const {
+  return std::any_of(query.begin(), query.end(), [&](const auto& kv) { return kv.first == key; });
+}
+
+std::vector<std::string> RouteRequest::ParamValues(std::string_view key) const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : query) {
+    if (k == key) out.push_back(v);
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, MetricsRegistry* registry,
                                               track::TrackingStore* store) {
-  if (!IsLoopbackHost(options.host)) {
-    if (options.token.empty()) {
-      return InvalidArgumentError("a token is required to bind to non-loopback address " +
-                                  options.host +
-                                  " (anyone who can reach the port could read and delete runs)");
-    }
-    if (options.token.size() < 16) {
-      return InvalidArgumentError("the token must have at least 16 characters");
-    }
-  }
-  if (options.max_body_bytes <= 0 || options.num_threads <= 0) {
-    return InvalidArgumentError("max_body_bytes and num_threads must be positive");
-  }
+  RECTRAIN_RETURN_IF_ERROR(CheckOptions(options));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->registry = registry;
-  impl->store = store;
-  impl->limiter = std::make_unique<RateLimiter>(options.rate_limit_per_s, options.rate_limit_burst);
-  if (!options.static_dir.empty()) {
-    std::error_code ec;
-    impl->static_root = fs::canonical(options.static_dir, ec);
-    if (ec || !fs::is_directory(impl->static_root)) {
-      return NotFoundError("static directory " + options.static_dir + " does not exist");
-    }
-  }
-  if (registry != nullptr) {
-    RECTRAIN_ASSIGN_OR_RETURN(
-        impl->requests_ok,
-        registry->GetCounter("rectrain_http_requests_total", "HTTP requests served.",
-                             {{"outcome", "ok"}}));
-  }
-  Impl* self = impl.get();
-  httplib::Server& svr = impl->svr;
-  const int threads = options.num_threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
-  // Replies go out as headers then body: with Nagle's algorithm the body waits for the client's
-  // delayed ACK of the headers, 40 ms on Linux per request on a keep-alive connection.
-  svr.set_tcp_nodelay(true);
-  svr.set_keep_alive_max_count(static_cast<size_t>(std::max(1, options.keep_alive_max_requests)));
-  svr.set_read_timeout(10, 0);
-  svr.set_write_timeout(10, 0);
-  svr.set_pre_routing_handler(
-      [self](const httplib::Request& req, httplib::Response& res) { return self->PreRoute(req, res); });
-  svr.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    StatusCode code = res.status == 404   ? StatusCode::kNotFound
-                      : res.status == 413 ? StatusCode::kInvalidArgument
-                      : res.status < 500  ? StatusCode::kInvalidArgument
-                                          : StatusCode::kInternal;
-    int http_status = res.status;
-    internal::SendError(res, Status(code, "HTTP " + std::to_string(http_status) + " for " +
-                                              req.method + " " + req.path));
-    res.status = http_status;
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                               std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    internal::SendError(res, InternalError("request failed: " + what));
-  });
-  // Counted before the reply is written (httplib runs the post-routing handler after the error
-  // handler and before the first byte goes out): the logger runs after the write, so a client
-  // could see the reply, ask /metrics on another connection and find its request not counted.
-  svr.set_post_routing_handler([self](const httplib::Request&, httplib::Response& res) {
-    if (self->registry == nullptr) return;
-    if (res.status < 400) {
-      self->requests_ok->Increment();
-    } else {
-      auto c = self->registry->GetCounter("rectrain_http_requests_total", "HTTP requests served.",
-                                          {{"outcome", std::to_string(res.status)}});
-      if (c.ok()) (*c)->Increment();
-    }
-  });
-
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{\"ok\":true}", "application/json");
-  });
-  svr.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
-    if (self->registry == nullptr) {
-      internal::SendError(res, NotFoundError("no metrics registry is attached to this server"));
-      return;
-    }
-    res.set_content(self->registry->Render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  for (const Route& route : impl->options.routes) {
-    if (route.method != "GET" && route.method != "POST") {
-      return InvalidArgumentError("route " + route.path + ": method must be GET or POST, not " + route.method);
-    }
-    auto reply_with = [&route](const httplib::Request& req, httplib::Response& res, std::string_view body) {
-      const std::string content_type = req.get_header_value("Content-Type");
-      RouteReply reply = route.handler(RouteRequest{body, content_type});
-      res.status = reply.status;
-      res.set_content(std::move(reply.body), reply.content_type.c_str());
-    };
-    if (route.method == "GET") {
-      svr.Get(route.path, [reply_with](const httplib::Request& req, httplib::Response& res) { reply_with(req, res, req.body); });
-    } else {
-      // Read through a content reader: httplib would otherwise parse a body sent as
-      // application/x-www-form-urlencoded (curl -d's default) and refuse one over 8 KiB with a
-      // bare 413. The size limit is max_body_bytes, checked in PreRoute.
-      svr.Post(route.path, [reply_with](const httplib::Request& req, httplib::Response& res,
-                                        const httplib::ContentReader& content) {
-        std::string body;
-        content([&](const char* data, size_t n) {
-          body.append(data, n);
-          return true;
-        });
-        reply_with(req, res, body);
-      });
-    }
-  }
-  internal::RegisterApiRoutes(svr, store, options);
-  svr.Get(".*", [self](const httplib::Request& req, httplib::Response& res) {
-    self->ServeStatic(req, res);
-  });
-
-  if (options.port == 0) {
-    impl->port = svr.bind_to_any_port(options.host);
-    if (impl->port <= 0) {
-      return UnavailableError("cannot bind " + options.host + " on any port");
-    }
-  } else {
-    if (!svr.bind_to_port(options.host, options.port)) {
-      return UnavailableError("cannot bind " + options.host + ":" + std::to_string(options.port) +
-                              " (in use, or not an address of this machine)");
-    }
-    impl->port = options.port;
-  }
-  impl->thread = std::thread([self] { self->svr.listen_after_bind(); });
-  // cpp-httplib 0.11 has no wait_until_ready(): poll is_running().
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!svr.is_running() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::unique_ptr<Server> server(new Server(std::move(impl)));
-  if (!server->impl_->svr.is_running()) {
-    server->Stop();
-    return UnavailableError("HTTP server on " + options.host + " did not start within 10 s");
-  }
-  return server;
+  std::vector<Route> api = internal::ApiRoutes(store, options);
+  impl->options.routes.insert(impl->options.routes.end(), api.begin(), api.end());
+  RECTRAIN_ASSIGN_OR_RETURN(impl->dispatcher, internal::Dispatcher::Create(impl->options, registry));
+  RECTRAIN_ASSIGN_OR_RETURN(auto listening, Listen(options.host, options.port));
+  impl->port = listening.second;
+  internal::LoopOptions lo;
+  lo.limits.max_body_bytes = options.max_body_bytes;
+  lo.limits.max_head_bytes = options.max_head_bytes;
+  lo.limits.max_target_bytes = options.max_target_bytes;
+  lo.num_threads = options.num_threads;
+  lo.max_connections = options.max_connections;
+  lo.keep_alive_max_requests = std::max(1, options.keep_alive_max_requests);
+  lo.idle_timeout = std::chrono::milliseconds(options.idle_timeout_ms);
+  lo.header_timeout = std::chrono::milliseconds(options.header_timeout_ms);
+  lo.request_timeout = std::chrono::milliseconds(options.request_timeout_ms);
+  lo.write_timeout = std::chrono::milliseconds(options.write_timeout_ms);
+  internal::Dispatcher* d = impl->dispatcher.get();
+  auto loop = internal::EventLoop::Start(
+      lo, listening.first, [d](const HttpRequest& r, const std::string& peer) { return d->Handle(r, peer); },
+      [d](const HttpError& e) { return d->ErrorReply(e); }, registry);
+  if (!loop.ok()) return loop.status();  // it closed the socket
+  impl->loop = std::move(loop).value();
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 }  // namespace rectrain::http

@@ -1,5 +1,6 @@
-// rectrain/http/server.h: the small HTTP server every long-running rectrain process can run
-// (cpp-httplib underneath, kept out of this header). It serves:
+// rectrain/http/server.h: the small HTTP/1.1 server every long-running rectrain process can run
+// (our own: an epoll event loop, request_parser.h, a pool of worker threads; decision and
+// measurements in docs/decisions/0008-own-http-server.md). It serves:
 //   GET  /metrics                    Prometheus text exposition of a MetricsRegistry
 //   GET  /healthz                    {"ok":true}
 //   GET  /api/runs                   run list: status, tag (repeatable), q (name substring),
@@ -19,18 +20,27 @@
 //   GET  /api/groups                 run groups with status counts; by=group|parent|tag
 //   GET  /<file>                     static files from ServerOptions::static_dir ("/" ->
 //                                    index.html); paths escaping the directory are refused (403)
+//   plus ServerOptions::routes (`rectrain serve`: /v1/predict, ...). HEAD is answered as GET.
 // docs/tracking.md lists the JSON shapes. Errors are JSON: {"error":{"code":"NOT_FOUND",
 // "message":"run 42 not found"}} with the HTTP status from HttpStatusForCode().
 //
-// Security: binds 127.0.0.1 by default. A non-loopback bind requires a token (>= 16 chars),
-// checked on /api/* and /metrics as "Authorization: Bearer <token>" or "?token=<token>"
-// (static assets are public so a browser can load the UI, which then sends the token). Without
-// a token (loopback), requests must carry a loopback Host header, which defeats DNS rebinding.
-// Request bodies over max_body_bytes get 413; each client address is rate limited (token
-// bucket) with 429 + Retry-After.
+// Security: binds 127.0.0.1 by default. A non-loopback bind requires a token (CheckToken),
+// checked on every route but the public ones (/healthz, static files, Route::public_route) as
+// "Authorization: Bearer <token>" or "?token=<token>". Without a token (loopback), requests
+// must carry a loopback Host header, which defeats DNS rebinding. Each client address is rate
+// limited (token bucket) with 429 + Retry-After.
 //
-// Thread safety: Start/Stop from one thread. Handlers run on the server's own thread pool; the
-// registry and store they read are thread-safe and must outlive the Server.
+// Limits (docs/serving.md "Limits"): request parsing as in request_parser.h (body, head,
+// target); at most max_connections open connections (at the cap, the connection idle longest
+// is closed to admit a new one; with none idle the new one gets 503); a connection that sends
+// no request for idle_timeout_ms is closed; a request must deliver its head within
+// header_timeout_ms and its body within request_timeout_ms of its first byte (else 408); a
+// reply must be taken by the client within write_timeout_ms. An idle connection holds no
+// thread: only the requests being handled hold one of num_threads workers. Refused and closed
+// connections are counted in rectrain_http_connections_closed_total{reason}.
+//
+// Thread safety: Start/Stop from one thread. Handlers run on the server's worker threads,
+// concurrently; the registry and store they read are thread-safe and must outlive the Server.
 //
 // Example (what `rectrain ui` does):
 //   http::ServerOptions opts;  opts.port = 8080;  opts.static_dir = "/usr/share/rectrain/ui";
@@ -41,8 +51,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rectrain/base/result.h"
@@ -53,20 +65,32 @@
 namespace rectrain::http {
 
 // A route added by the process that runs the server (`rectrain serve`: /v1/predict, /readyz,
-// ...): an exact path, answered by `handler` on a handler thread. It passes the same gate as
-// /api/* (rate limit, body size, Host check, and the token unless `public_route`).
+// ...): a path pattern, answered by `handler` on a worker thread. It passes the gate (rate
+// limit, Host check, and the token unless `public_route`). The views in a RouteRequest live
+// until the handler returns.
 struct RouteRequest {
   std::string_view body;
   std::string_view content_type;
+  std::string_view method;                    // the route's method (GET for a HEAD request)
+  std::string_view path;                      // percent-decoded
+  std::vector<std::string_view> path_params;  // the {name} segments of Route::path, in order
+  std::span<const std::pair<std::string, std::string>> query;  // decoded, in order
+
+  bool HasParam(std::string_view key) const;
+  std::string Param(std::string_view key) const;  // the first value; "" if absent
+  std::vector<std::string> ParamValues(std::string_view key) const;
 };
 struct RouteReply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;  // extra response headers
 };
 struct Route {
-  std::string method;  // GET | POST
-  std::string path;    // exact, e.g. "/v1/predict"
+  std::string method;  // GET | POST | DELETE
+  // "/v1/predict", or with {name} segments that match one path segment each:
+  // "/api/runs/{id}/metrics" (the handler reads them from RouteRequest::path_params).
+  std::string path;
   std::function<RouteReply(const RouteRequest&)> handler;
   bool public_route = false;  // true: no token needed (health and readiness probes)
 };
@@ -76,13 +100,22 @@ struct ServerOptions {
   int port = 0;                          // 0: any free port (see Server::port()).
   std::string token;                     // Required for non-loopback hosts.
   std::string static_dir;                // "" = no static files.
-  int64_t max_body_bytes = 1 << 20;      // Larger requests get 413.
+  int64_t max_body_bytes = 1 << 20;      // Larger requests get 413 (chunked ones too).
   double rate_limit_per_s = 200.0;       // Per client address; <= 0 disables.
   double rate_limit_burst = 400.0;       // Bucket size.
-  int num_threads = 4;                   // Handler threads (each serves one connection at a time).
-  // Requests one keep-alive connection may carry before the server closes it (a reconnect costs
-  // a client more than the request: 100 keeps it rare; more holds a thread longer per client).
+  int num_threads = 4;                   // Worker threads: requests handled at once.
+  // Requests one keep-alive connection may carry before the server closes it.
   int keep_alive_max_requests = 100;
+  int max_connections = 512;             // Open connections at most (see the top comment).
+  int64_t idle_timeout_ms = 5000;        // A connection without a request in progress.
+  int64_t header_timeout_ms = 10000;     // From a request's first byte to the end of its head.
+  int64_t request_timeout_ms = 60000;    // From a request's first byte to the end of its body.
+  int64_t write_timeout_ms = 10000;      // For the client to take a reply.
+  int64_t max_head_bytes = 16 << 10;     // Request line + headers (431 above).
+  int64_t max_target_bytes = 8 << 10;    // Request target (414 above).
+  // What anyone who can reach a non-loopback port could do without a token, for the error
+  // that asks for one ("read and delete runs" for `rectrain ui`).
+  std::string unprotected_risk = "use every route of this server";
   int64_t default_max_points = 1000;     // For /api/runs/{id}/metrics without max_points.
   // Log files (artifacts of kind "log") are served by /api/runs/{id}/log only if they resolve
   // to a path under this directory (the workspace); "" = never.
@@ -95,8 +128,10 @@ class Server {
  public:
   // Binds and starts serving in background threads; returns once the server accepts
   // connections. `registry` and/or `store` may be null: their routes then answer 404
-  // ("no tracking store is attached to this server"). Errors: InvalidArgument for a missing or
-  // short token on a non-loopback host; Unavailable when the address cannot be bound.
+  // ("no tracking store is attached to this server"). Errors: InvalidArgument for a missing
+  // token on a non-loopback host, a token CheckToken refuses, a limit out of range, a route
+  // with another method than GET/POST/DELETE or a malformed path, or more connections than
+  // the process may open files; Unavailable when the address cannot be bound.
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& options,
                                                MetricsRegistry* registry,
                                                track::TrackingStore* store);
@@ -117,8 +152,14 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// True for "localhost", 127.0.0.0/8 and ::1.
+// True for "localhost" (any case), 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104 (a host without
+// port or brackets; "[::1]" is accepted too).
 bool IsLoopbackHost(std::string_view host);
+
+// OK if `token` is 16 to 256 characters from A-Z a-z 0-9 - . _ ~ (they need no escaping in a
+// header or a URL) with at least 8 different ones (so "aaaa..." or 16 spaces are refused);
+// InvalidArgument saying so otherwise. `openssl rand -hex 16` and GenerateToken() pass.
+Status CheckToken(std::string_view token);
 
 // The one Status -> HTTP table: InvalidArgument/OutOfRange 400, PermissionDenied 403,
 // NotFound 404, AlreadyExists/Aborted/FailedPrecondition 409, ResourceExhausted 429,
@@ -128,7 +169,8 @@ int HttpStatusForCode(StatusCode code);
 // {"error":{"code":"NOT_FOUND","message":"..."}}
 std::string ErrorJson(const Status& status);
 
-// 32 hex characters from /dev/urandom, for `rectrain ui --host 0.0.0.0` without --token.
+// 32 hex characters from /dev/urandom that pass CheckToken, for `rectrain ui --host 0.0.0.0`
+// without --token.
 Result<std::string> GenerateToken();
 
 }  // namespace rectrain::http

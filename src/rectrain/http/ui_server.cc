@@ -76,6 +76,9 @@ Status ServeUi(const UiOptions& options) {
   so.port = options.port;
   so.static_dir = static_dir;
   so.num_threads = options.num_threads;
+  so.max_connections = options.max_connections;
+  so.idle_timeout_ms = options.idle_timeout_ms;
+  so.unprotected_risk = "read and delete runs";
   so.token = options.token;
   if (so.token.empty()) {
     if (const char* env = std::getenv("RECTRAIN_UI_TOKEN"); env != nullptr) so.token = env;

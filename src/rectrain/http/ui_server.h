@@ -36,6 +36,8 @@ struct UiOptions {
   // `run` label is the run's id (GET /api/runs/{id}/alerts); "" = none.
   std::string alertmanager_url;
   int num_threads = 4;
+  int max_connections = 512;       // ServerOptions::max_connections
+  int64_t idle_timeout_ms = 5000;  // ServerOptions::idle_timeout_ms
   std::ostream* out = nullptr;     // Where the URL line goes; null = std::cout.
   // Called once the server accepts connections, with the URL (token included); for tests and
   // for callers that open a browser.

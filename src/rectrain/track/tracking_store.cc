@@ -871,6 +871,11 @@ Result<RunComparison> TrackingStore::CompareRuns(std::span<const RunId> ids) {
     return InvalidArgumentError("compare needs 1..100 run ids, got " +
                                 std::to_string(ids.size()));
   }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) != ids.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return InvalidArgumentError("run " + std::to_string(ids[i]) + " is listed twice; compare distinct runs");
+    }
+  }
   std::lock_guard lock(mu_);
   RunComparison cmp;
   RECTRAIN_ASSIGN_OR_RETURN(cmp.runs, LoadSummariesByIds(*db_, ids));

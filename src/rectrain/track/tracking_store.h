@@ -247,7 +247,8 @@ class TrackingStore {
   // than 10000 ids.
   Result<std::vector<std::vector<KeyValue>>> GetParams(std::span<const RunId> ids,
                                                        std::span<const std::string> keys = {});
-  // InvalidArgument if ids is empty or has more than 100 entries; NotFound naming a missing id.
+  // InvalidArgument if ids is empty, has more than 100 entries or names a run twice; NotFound
+  // naming a missing id.
   Result<RunComparison> CompareRuns(std::span<const RunId> ids);
   Result<std::vector<GroupSummary>> ListGroups();  // = ListGroups(GroupBy::kGroupId)
   // Groups with status counts, the most recently started group first.

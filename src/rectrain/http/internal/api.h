@@ -1,8 +1,8 @@
-// rectrain/http/internal/api.h: PRIVATE to http/. Registers the JSON REST routes over a
-// TrackingStore on an httplib::Server, and the shared helpers to answer with a Status.
+// rectrain/http/internal/api.h: PRIVATE to http/. The JSON REST routes over a TrackingStore.
 #pragma once
 
-#include <httplib.h>
+#include <string>
+#include <vector>
 
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
@@ -11,12 +11,9 @@
 
 namespace rectrain::http::internal {
 
-// Writes the JSON error body and mapped HTTP status for a non-OK `status`.
-void SendError(httplib::Response& res, const Status& status);
-
-// Registers /api/* routes. `store` may be null (routes then answer 404).
-void RegisterApiRoutes(httplib::Server& server, track::TrackingStore* store,
-                       const ServerOptions& options);
+// The /api/* routes (server.h lists them). `store` may be null (they then answer 404); it must
+// outlive the server.
+std::vector<Route> ApiRoutes(track::TrackingStore* store, const ServerOptions& options);
 
 // An Alertmanager base URL split for httplib::Client: "http[s]://host[:port]" and a path
 // prefix ("" or "/prefix", no trailing slash; Alertmanager's --web.route-prefix).
