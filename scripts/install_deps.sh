@@ -10,7 +10,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist
       curl wrk
       libcurl4-openssl-dev libssl-dev openssl ca-certificates python3-boto3
-      python3)
+      python3
+      clang libclang-rt-14-dev)   # libFuzzer targets (scripts/fuzz.sh, run by scripts/test.sh)
 if [[ "${1:-}" == "--peer" ]]; then
   # libopenblas0-pthread: without it libblas.so.3 is the unoptimised reference BLAS and the
   # PyTorch peer runs its GEMMs ~10x slower than the environment it is documented for.

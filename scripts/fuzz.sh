@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds libFuzzer targets with clang (ASan + UBSan, in build/fuzz) and runs each for a bounded
+# time from its corpus in the repository (fuzz/README.md). CI runs it with the default targets;
+# a crash fails it and prints the input that crashed, hex-encoded.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]
+#   default: 20 s each for http_request_fuzzer; the reader fuzzers can be named as well.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+secs=${1:-20}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(http_request_fuzzer)
+declare -A corpus=([http_request_fuzzer]=fuzz/corpus/http [text_reader_fuzzer]=fuzz/corpus/text
+                   [idx_reader_fuzzer]=fuzz/corpus/idx [parquet_reader_fuzzer]=tests/parquet_fixtures)
+declare -A max_len=([http_request_fuzzer]=8192 [text_reader_fuzzer]=4096 [idx_reader_fuzzer]=4096
+                    [parquet_reader_fuzzer]=200000)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_C_COMPILER=clang -DRECTRAIN_BUILD_FUZZERS=ON -DRECTRAIN_BUILD_TESTS=OFF \
+  -DRECTRAIN_BUILD_BENCHMARKS=OFF -DRECTRAIN_BUILD_UI=OFF "${launcher[@]}" >/dev/null
+cmake --build build/fuzz -j"$(nproc)" --target "${targets[@]}"
+for t in "${targets[@]}"; do
+  bin=$(find build/fuzz -name "$t" -type f -perm -u+x | head -1)
+  work=$(mktemp -d "${TMPDIR:-/tmp}/rectrain_fuzz_XXXXXX")
+  mkdir -p "$work/new"
+  echo "== $t: ${secs} s from ${corpus[$t]}"
+  # New units go to $work/new (the first corpus directory); the repository's stays as it is.
+  if ! (cd "$work" && "$root/$bin" -max_total_time="$secs" -max_len="${max_len[$t]}" -timeout=10 \
+          -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" new "$root/${corpus[$t]}" \
+          > "$work/log" 2>&1); then
+    tail -40 "$work/log"
+    for a in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+      [ -f "$a" ] && { echo "input $(basename "$a"):"; od -An -tx1 -v "$a" | head -40; }
+    done
+    echo "FAIL: $t (artifacts in $work)"
+    exit 1
+  fi
+  grep -E "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)|cov: .* ft: " "$work/log" | tail -4
+  rm -rf "$work"
+done
