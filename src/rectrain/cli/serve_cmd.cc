@@ -31,7 +31,7 @@ int RunServe(const std::vector<std::string>& args) {
   flags.Positional("MODEL_PATH", &so.model_path, true, "model directory or directory of versions");
   flags.Int("port", &port, "port (default 8500; 0: any free port)");
   flags.String("host", &host, "bind address (default 127.0.0.1; any other needs --token)");
-  flags.String("token", &token, "bearer token required off loopback (>= 16 characters; or $RECTRAIN_SERVE_TOKEN)");
+  flags.String("token", &token, "bearer token required off loopback: 16-256 characters of A-Z a-z 0-9 - . _ ~, at least 8 different (or $RECTRAIN_SERVE_TOKEN)");
   flags.Int("threads", &threads, "compute threads for scoring (default 2)");
   flags.Int("http-threads", &http_threads, "request worker threads (default 16: requests handled at once; an idle connection holds none)");
   flags.Int("max-connections", &max_connections, "open connections at most (default 512; docs/serving.md \"Limits\")");

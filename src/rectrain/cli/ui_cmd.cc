@@ -25,7 +25,7 @@ int RunUi(const std::vector<std::string>& args) {
                    "With --alertmanager, a run's page shows its alerts (docs/alerts.md).");
   flags.Int("port", &port, "port (default 8080; 0 = any free port)");
   flags.String("host", &host, "address to bind (default 127.0.0.1)");
-  flags.String("token", &token, "API token (>= 16 characters), required off loopback");
+  flags.String("token", &token, "API token, required off loopback: 16-256 characters of A-Z a-z 0-9 - . _ ~, at least 8 different");
   flags.String("store", &store,
                "tracking database (default $RECTRAIN_TRACKING_STORE, else WORKSPACE/.rectrain/tracking.db)");
   flags.String("workspace", &workspace,
