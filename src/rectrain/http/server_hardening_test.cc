@@ -194,10 +194,13 @@ TEST_F(HardeningTest, IdleSlowHeadAndSlowBodyConnectionsAreClosedAndCounted) {
   EXPECT_TRUE(MetricReaches("rectrain_http_connections_closed_total{reason=\"request_timeout\"}", 1));
 }
 
-TEST_F(HardeningTest, AtTheCapTheLongestIdleIsClosedAndWithNoneIdleANewOneGets503) {
+// One worker: it lets go of each idle connection before it can serve the next one's request, so
+// when the fifth arrives the first three are idle, and the first longest (with several workers,
+// one preempted after its reply is sent may still hold its connection).
+TEST_F(HardeningTest, AtTheCapTheConnectionIdleLongestIsClosed) {
   ServerOptions opts;
   opts.max_connections = 4;
-  opts.num_threads = 4;
+  opts.num_threads = 1;
   StartServer(opts);
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
   for (int i = 0; i < 4; ++i) {
@@ -208,7 +211,14 @@ TEST_F(HardeningTest, AtTheCapTheLongestIdleIsClosedAndWithNoneIdleANewOneGets50
   EXPECT_EQ(Get("/healthz").status, 200);  // a fifth: the first idle one makes room
   EXPECT_TRUE(idle[0]->ClosedWithin(milliseconds(3000)));
   EXPECT_TRUE(MetricReaches("rectrain_http_connections_closed_total{reason=\"evicted\"}", 1));
+}
 
+// On a fresh server, so that no connection closed just before is still being let go of.
+TEST_F(HardeningTest, AtTheCapWithNoneIdleANewConnectionGets503) {
+  ServerOptions opts;
+  opts.max_connections = 4;
+  opts.num_threads = 4;
+  StartServer(opts);
   std::vector<std::unique_ptr<RawHttpConnection>> busy;
   for (int i = 0; i < 4; ++i) {
     busy.push_back(Connect());
@@ -220,7 +230,8 @@ TEST_F(HardeningTest, AtTheCapTheLongestIdleIsClosedAndWithNoneIdleANewOneGets50
   EXPECT_EQ(ErrorOf(refused)["code"], "UNAVAILABLE");
   Release();
   for (auto& c : busy) EXPECT_EQ(c->Read().status, 200);
-  EXPECT_GE(Metric("rectrain_http_connections_closed_total{reason=\"refused\"}"), 1);
+  // Polled: until the workers let go of the four, a request for /metrics may be refused too.
+  EXPECT_TRUE(MetricReaches("rectrain_http_connections_closed_total{reason=\"refused\"}", 1));
 }
 
 // Item 3: the old server took the first Content-Length, or chunked over Content-Length.
