@@ -4,6 +4,7 @@ set(RECTRAIN_UI_SOURCES
   vite.config.ts
   tsconfig.json
   src/main.ts
+  src/router.ts
   src/api.ts
   src/dom.ts
   src/format.ts

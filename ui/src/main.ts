@@ -1,4 +1,5 @@
-// Hash router: #/runs, #/compare?ids=1,2, #/run/7, #/groups?by=group&id=study, #/study/3.
+// The app: routes the hash (router.ts) to its page: #/runs, #/compare?ids=1,2, #/run/7,
+// #/groups?by=group&id=study, #/study/3.
 // Each page renders into #app and returns a cleanup (stops polling, frees charts).
 import "./style.css";
 import { hasToken } from "./api";
@@ -8,9 +9,7 @@ import { renderGroups } from "./pages/groups";
 import { renderRun } from "./pages/run";
 import { renderRuns } from "./pages/runs";
 import { renderStudy } from "./pages/study";
-
-export type Cleanup = () => void;
-export type Page = (root: HTMLElement, params: URLSearchParams, arg: string) => Cleanup | Promise<Cleanup>;
+import { type Cleanup, type Page, parseHash } from "./router";
 
 const routes: Record<string, Page> = {
   runs: renderRuns,
@@ -22,26 +21,6 @@ const routes: Record<string, Page> = {
 
 let cleanup: Cleanup | null = null;
 let generation = 0;
-
-export function parseHash(): { page: string; arg: string; params: URLSearchParams } {
-  const raw = window.location.hash.replace(/^#\/?/, "");
-  const [path, query = ""] = raw.split("?", 2);
-  const [page = "runs", arg = ""] = path.split("/");
-  return { page: page || "runs", arg, params: new URLSearchParams(query) };
-}
-
-// Replaces the query of the current page without adding a history entry per keystroke.
-export function setHashParams(params: URLSearchParams, push = false): void {
-  const { page, arg } = parseHash();
-  const q = params.toString();
-  const hash = `#/${page}${arg ? "/" + arg : ""}${q ? "?" + q : ""}`;
-  if (hash === window.location.hash) return;
-  if (push) {
-    window.location.hash = hash;
-  } else {
-    history.replaceState(null, "", window.location.pathname + window.location.search + hash);
-  }
-}
 
 async function route(): Promise<void> {
   const gen = ++generation;

@@ -4,7 +4,7 @@ import { api, Comparison, Series } from "../api";
 import { alignSeries, LineChart } from "../chart";
 import { errorBox, h, statusBadge } from "../dom";
 import { fmtNum, isSystemKey, lowerIsBetter, PALETTE } from "../format";
-import type { Cleanup } from "../main";
+import type { Cleanup } from "../router";
 
 function seriesTable(s: Series | undefined): [number[], (number | null)[]] {
   if (!s) return [[], []];

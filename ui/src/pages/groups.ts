@@ -4,8 +4,7 @@ import { api, Run } from "../api";
 import { scatterChart } from "../chart";
 import { clear, h, statusBadge } from "../dom";
 import { fmtNum, fmtTime, lowerIsBetter } from "../format";
-import type { Cleanup } from "../main";
-import { setHashParams } from "../main";
+import { type Cleanup, setHashParams } from "../router";
 
 const KINDS: [string, string][] = [
   ["group", "Group id"],

@@ -5,7 +5,7 @@ import { api, ApiError, fileUrl, RunAlert, RunAlerts, RunDetail, Series } from "
 import { LineChart } from "../chart";
 import { clear, errorBox, h, statusBadge } from "../dom";
 import { fmtBytes, fmtNum, fmtTime, isSystemKey, runDuration } from "../format";
-import type { Cleanup } from "../main";
+import type { Cleanup } from "../router";
 
 const POLL_MS = 2000;
 const ALERTS_POLL_MS = 10000;

@@ -4,8 +4,7 @@
 import { api, fileUrl, Query, Run, RunList } from "../api";
 import { clear, errorBox, h, statusBadge } from "../dom";
 import { fmtNum, fmtTime, runDuration } from "../format";
-import type { Cleanup } from "../main";
-import { setHashParams } from "../main";
+import { type Cleanup, setHashParams } from "../router";
 
 const COLUMNS_KEY = "rectrain.runs.columns";
 const PAGE = 100;

@@ -13,7 +13,7 @@ import { api, Run, RunDetail, Series } from "../api";
 import { LineChart } from "../chart";
 import { clear, h, statusBadge } from "../dom";
 import { fmtDuration, fmtNum, fmtTime } from "../format";
-import type { Cleanup } from "../main";
+import type { Cleanup } from "../router";
 import { parallelCoordinates } from "../parcoords";
 
 const POLL_MS = 2000;
