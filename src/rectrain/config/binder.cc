@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -430,6 +431,25 @@ bool Range::Contains(double v) const {
   return true;
 }
 
+bool Range::ContainsInteger(int64_t v) const {
+  // Exactly, not through a double (which rounds 9e18 + 1 to 9e18). A finite bound beyond int64
+  // excludes nothing on its side.
+  constexpr double kInt64Limit = 9.2e18;
+  if (!std::isinf(min) && std::fabs(min) < kInt64Limit) {
+    const int64_t lo = min_open ? static_cast<int64_t>(std::floor(min)) + 1 : static_cast<int64_t>(std::ceil(min));
+    if (v < lo) return false;
+  } else if (min > 0) {
+    return false;
+  }
+  if (!std::isinf(max) && std::fabs(max) < kInt64Limit) {
+    const int64_t hi = max_open ? static_cast<int64_t>(std::ceil(max)) - 1 : static_cast<int64_t>(std::floor(max));
+    if (v > hi) return false;
+  } else if (max < 0) {
+    return false;
+  }
+  return true;
+}
+
 std::string Range::ToString() const {
   return std::string(min_open || std::isinf(min) ? "(" : "[") + FormatNumber(min) + ", " +
          FormatNumber(max) + (max_open || std::isinf(max) ? ")" : "]");
@@ -496,6 +516,8 @@ struct ConfigBinder::Impl {
   std::set<std::string> known_leaves;    // read by a getter (whole subtree consumed)
   std::set<std::string> known_sections;  // strict prefixes of known leaves
   std::vector<std::string> known_order;  // for deterministic suggestions
+  std::vector<KeySpec> keys;             // what each getter declared, in binding order
+  std::set<std::string> declared;
   std::vector<std::string> errors;
   bool finished = false;
 
@@ -545,21 +567,39 @@ struct ConfigBinder::Impl {
     errors.push_back(std::move(line));
   }
 
-  // Marks `path` known and reads it as a number within `range`. Returns the value, or nullopt
-  // when the key is absent/null (the caller keeps its default) or invalid (error recorded).
-  std::optional<double> ReadNumber(std::string_view path, Range range) {
+  // Marks `path` known and records what its getter declared (the first declaration stands).
+  void Declare(std::string_view path, KeySpec::Type type, Range range = Range::Any(),
+               const std::vector<std::string>& choices = {}) {
     MarkKnown(path);
+    if (declared.insert(std::string(path)).second) keys.push_back(KeySpec{std::string(path), type, range, choices});
+  }
+
+  // Declares `path` and reads it as a finite number within `range` (kFloat: one that a 32-bit
+  // float holds without becoming inf or 0). Returns the value, or nullopt when
+  // the key is absent/null (the caller keeps its default) or invalid (error recorded).
+  std::optional<double> ReadNumber(std::string_view path, KeySpec::Type type, Range range) {
+    Declare(path, type, range);
     const Node* node = Find(path);
     if (node == nullptr || node->kind == Node::Kind::kNull) return std::nullopt;
     std::optional<double> v;
     if (node->kind == Node::Kind::kScalar) v = ParseDouble(node->scalar);
-    if (!v) {
-      Error(path, "expected a number, got " + Describe(*node), node);
+    if (!v || !std::isfinite(*v)) {
+      Error(path, std::string(v ? "expected a finite number" : "expected a number") + ", got " + Describe(*node), node);
       return std::nullopt;
     }
     if (!range.Contains(*v)) {
       Error(path, node->scalar + " is out of range " + range.ToString(), node);
       return std::nullopt;
+    }
+    if (type == KeySpec::Type::kFloat) {  // neither overflows to inf nor underflows to 0
+      const float f = static_cast<float>(*v);
+      if (!std::isfinite(f) || (f == 0.0f && *v != 0.0)) {
+        Error(path, node->scalar + " is beyond what a 32-bit float holds (" +
+                        FormatFloat(std::numeric_limits<float>::denorm_min()) + " to " +
+                        FormatFloat(std::numeric_limits<float>::max()) + " in magnitude, or 0)",
+              node);
+        return std::nullopt;
+      }
     }
     return v;
   }
@@ -701,7 +741,7 @@ Status ConfigBinder::ApplySet(std::string_view assignment) {
 }
 
 int64_t ConfigBinder::Int(std::string_view path, int64_t def, Range range) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kInt, range);
   int64_t result = def;
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -709,7 +749,7 @@ int64_t ConfigBinder::Int(std::string_view path, int64_t def, Range range) {
     if (node->kind == Node::Kind::kScalar) v = ParseInt(node->scalar);
     if (!v) {
       impl_->Error(path, "expected an integer, got " + Describe(*node), node);
-    } else if (!range.Contains(static_cast<double>(*v))) {
+    } else if (!range.ContainsInteger(*v)) {
       impl_->Error(path, std::to_string(*v) + " is out of range " + range.ToString(), node);
     } else {
       result = *v;
@@ -720,20 +760,20 @@ int64_t ConfigBinder::Int(std::string_view path, int64_t def, Range range) {
 }
 
 double ConfigBinder::Double(std::string_view path, double def, Range range) {
-  const double result = impl_->ReadNumber(path, range).value_or(def);
+  const double result = impl_->ReadNumber(path, KeySpec::Type::kDouble, range).value_or(def);
   impl_->SetResolved(path, Scalar(FormatDouble(result)));
   return result;
 }
 
 float ConfigBinder::Float(std::string_view path, float def, Range range) {
-  const std::optional<double> v = impl_->ReadNumber(path, range);
+  const std::optional<double> v = impl_->ReadNumber(path, KeySpec::Type::kFloat, range);
   const float result = v ? static_cast<float>(*v) : def;
   impl_->SetResolved(path, Scalar(FormatFloat(result)));
   return result;
 }
 
 bool ConfigBinder::Bool(std::string_view path, bool def) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kBool);
   bool result = def;
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -751,7 +791,7 @@ bool ConfigBinder::Bool(std::string_view path, bool def) {
 
 std::string ConfigBinder::String(std::string_view path, std::string def,
                                  const std::vector<std::string>& choices) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kString, Range::Any(), choices);
   std::string result = std::move(def);
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -785,7 +825,7 @@ std::string ConfigBinder::String(std::string_view path, std::string def,
 
 std::vector<std::string> ConfigBinder::StringList(std::string_view path,
                                                   std::vector<std::string> def) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kStringList);
   std::vector<std::string> result = std::move(def);
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -817,9 +857,10 @@ std::vector<std::string> ConfigBinder::StringList(std::string_view path,
 // IntList and DoubleList: a list (or one scalar) of numbers that `parse` accepts, each in
 // `range`; `what` names them in errors ("integers", "numbers").
 template <typename T, typename Parse, typename Format>
-std::vector<T> ConfigBinder::NumberList(std::string_view path, std::vector<T> def, Range range, const char* what,
+std::vector<T> ConfigBinder::NumberList(std::string_view path, std::vector<T> def, Range range, KeySpec::Type list_type,
+                                        const char* what,
                                         Parse parse, Format format) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, list_type, range);
   std::vector<T> result = std::move(def);
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -842,7 +883,11 @@ std::vector<T> ConfigBinder::NumberList(std::string_view path, std::vector<T> de
           ok = false;
           break;
         }
-        if (!range.Contains(static_cast<double>(*v))) {
+        const bool in_range = [&] {
+          if constexpr (std::is_integral_v<T>) return range.ContainsInteger(*v);
+          return range.Contains(static_cast<double>(*v));
+        }();
+        if (!in_range) {
           impl_->Error(path, "item " + format(*v) + " is out of range " + range.ToString(), item);
           ok = false;
           break;
@@ -860,17 +905,23 @@ std::vector<T> ConfigBinder::NumberList(std::string_view path, std::vector<T> de
 }
 
 std::vector<int64_t> ConfigBinder::IntList(std::string_view path, std::vector<int64_t> def, Range range) {
-  return NumberList<int64_t>(path, std::move(def), range, "integers", ParseInt, [](int64_t v) { return std::to_string(v); });
+  return NumberList<int64_t>(path, std::move(def), range, KeySpec::Type::kIntList, "integers", ParseInt,
+                             [](int64_t v) { return std::to_string(v); });
 }
 
 std::vector<double> ConfigBinder::DoubleList(std::string_view path, std::vector<double> def, Range range) {
-  return NumberList<double>(path, std::move(def), range, "numbers", ParseDouble, FormatDouble);
+  auto parse_finite = [](std::string_view text) -> std::optional<double> {
+    const std::optional<double> v = ParseDouble(text);
+    return v && std::isfinite(*v) ? v : std::nullopt;
+  };
+  return NumberList<double>(path, std::move(def), range, KeySpec::Type::kDoubleList, "numbers", parse_finite,
+                            FormatDouble);
 }
 
 std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,
                                                     std::map<std::string, int64_t> def,
                                                     Range range) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kIntMap, range);
   std::map<std::string, int64_t> result = std::move(def);
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -886,7 +937,7 @@ std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,
         if (!v) {
           impl_->Error(item_path, "expected an integer, got " + Describe(item), &item);
           ok = false;
-        } else if (!range.Contains(static_cast<double>(*v))) {
+        } else if (!range.ContainsInteger(*v)) {
           impl_->Error(item_path, std::to_string(*v) + " is out of range " + range.ToString(), &item);
           ok = false;
         } else {
@@ -906,7 +957,7 @@ std::map<std::string, int64_t> ConfigBinder::IntMap(std::string_view path,
 std::map<std::string, std::string> ConfigBinder::StringMap(
     std::string_view path, std::map<std::string, std::string> def,
     const std::vector<std::string>& choices) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kStringMap, Range::Any(), choices);
   std::map<std::string, std::string> result = std::move(def);
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -941,7 +992,7 @@ std::map<std::string, std::string> ConfigBinder::StringMap(
 }
 
 int64_t ConfigBinder::Bytes(std::string_view path, int64_t def, Range range) {
-  impl_->MarkKnown(path);
+  impl_->Declare(path, KeySpec::Type::kBytes, range);
   int64_t result = def;
   const Node* node = impl_->Find(path);
   if (node != nullptr && node->kind != Node::Kind::kNull) {
@@ -951,7 +1002,7 @@ int64_t ConfigBinder::Bytes(std::string_view path, int64_t def, Range range) {
       auto v = ParseByteSize(node->scalar);
       if (!v.ok()) {
         impl_->Error(path, v.status().message(), node);
-      } else if (!range.Contains(static_cast<double>(*v))) {
+      } else if (!range.ContainsInteger(*v)) {
         impl_->Error(path, node->scalar + " is out of range " + range.ToString() + " bytes", node);
       } else {
         result = *v;
@@ -993,5 +1044,26 @@ std::string ConfigBinder::ResolvedYaml() const {
 }
 
 const std::vector<std::string>& ConfigBinder::errors() const { return impl_->errors; }
+
+const std::vector<KeySpec>& ConfigBinder::keys() const { return impl_->keys; }
+
+bool KeySpec::numeric() const {
+  switch (type) {
+    case Type::kInt:
+    case Type::kFloat:
+    case Type::kDouble:
+    case Type::kIntList:
+    case Type::kDoubleList:
+    case Type::kIntMap:
+    case Type::kBytes:
+      return true;
+    case Type::kBool:
+    case Type::kString:
+    case Type::kStringList:
+    case Type::kStringMap:
+      return false;
+  }
+  return false;
+}
 
 }  // namespace rectrain::config

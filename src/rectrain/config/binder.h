@@ -71,6 +71,8 @@ struct Range {
   static Range HalfOpen(double lo, double hi) { return {lo, hi, false, true}; }
 
   bool Contains(double v) const;
+  // The same for an integer, compared exactly (a double holds integers exactly only to 2^53).
+  bool ContainsInteger(int64_t v) const;
   std::string ToString() const;
 };
 
@@ -82,6 +84,20 @@ std::string FormatByteSize(int64_t bytes);
 
 // Levenshtein distance (used for "did you mean" suggestions).
 int EditDistance(std::string_view a, std::string_view b);
+
+// What one getter declared about its key: the schema as bound, in binding order (each path
+// once). Tests hold it against docs/config.md and try every number at its range's edges.
+struct KeySpec {
+  enum class Type : uint8_t { kInt, kFloat, kDouble, kBool, kString, kStringList, kIntList, kDoubleList, kIntMap,
+                              kStringMap, kBytes };
+  std::string path;
+  Type type = Type::kString;
+  Range range;                       // numbers: of the value, of every item, of every map value
+  std::vector<std::string> choices;  // kString, kStringMap: the valid values (empty: any text)
+
+  // kInt, kFloat, kDouble, kIntList, kDoubleList, kIntMap, kBytes.
+  bool numeric() const;
+};
 
 class ConfigBinder {
  public:
@@ -105,9 +121,10 @@ class ConfigBinder {
   // a scalar or list. A path that names no known key is reported by Finish().
   [[nodiscard]] Status ApplySet(std::string_view assignment);
 
-  // Typed getters. Each marks `path` as known and records its effective value. Missing key (or
-  // an explicit YAML null for lists/maps/strings) -> default. Wrong type / out of range ->
-  // error recorded, default returned.
+  // Typed getters. Each marks `path` as known and records its effective value and its KeySpec.
+  // Missing key (or an explicit YAML null for lists/maps/strings) -> default. Wrong type / out
+  // of range -> error recorded, default returned. Numbers must be finite (".inf" and ".nan"
+  // are errors whatever the range), and a Float within the range of a 32-bit float.
   int64_t Int(std::string_view path, int64_t def, Range range = Range::Any());
   double Double(std::string_view path, double def, Range range = Range::Any());
   float Float(std::string_view path, float def, Range range = Range::Any());
@@ -143,12 +160,15 @@ class ConfigBinder {
   std::string ResolvedYaml() const;
   // Individual error lines recorded so far (after Finish(): including unknown keys).
   const std::vector<std::string>& errors() const;
+  // Every key a getter read, with its type, range and choices (see KeySpec).
+  const std::vector<KeySpec>& keys() const;
 
  private:
   struct Impl;
   explicit ConfigBinder(std::unique_ptr<Impl> impl);
   template <typename T, typename Parse, typename Format>
-  std::vector<T> NumberList(std::string_view path, std::vector<T> def, Range range, const char* what, Parse parse,
+  std::vector<T> NumberList(std::string_view path, std::vector<T> def, Range range, KeySpec::Type list_type,
+                            const char* what, Parse parse,
                             Format format);
   std::unique_ptr<Impl> impl_;
 };

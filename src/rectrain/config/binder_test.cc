@@ -79,6 +79,42 @@ TEST(Binder, WrongTypeAndRangeCollectedTogether) {
             "  e: 2.5 is out of range [0, 1) (c.yaml:5:1)");
 }
 
+TEST(Binder, NumbersAreFiniteAndFitTheirType) {
+  ConfigBinder b = Parse("inf: .inf\nnan: .nan\nbig: 1e39\ntiny: 1e-50\nok: 1e-45\nlist: [1, .inf]\n"
+                         "i: 9000000000000000001\n");
+  b.Double("inf", 1, Range::AtLeast(0));
+  b.Double("nan", 1);
+  b.Float("big", 1);
+  b.Float("tiny", 1, Range::Positive());  // a float 0 would break the range
+  EXPECT_FLOAT_EQ(b.Float("ok", 1, Range::Positive()), 1e-45f);
+  b.DoubleList("list", {});
+  b.Int("i", 0, Range::Closed(0, 9e18));  // past 9e18 exactly, though a double rounds it to 9e18
+  EXPECT_EQ(b.Finish().message(),
+            "invalid configuration (6 errors):\n"
+            "  inf: expected a finite number, got \".inf\" (c.yaml:1:1)\n"
+            "  nan: expected a number, got \".nan\" (c.yaml:2:1)\n"
+            "  big: 1e39 is beyond what a 32-bit float holds (1e-45 to 3.4028235e+38 in magnitude, or 0) (c.yaml:3:1)\n"
+            "  tiny: 1e-50 is beyond what a 32-bit float holds (1e-45 to 3.4028235e+38 in magnitude, or 0) (c.yaml:4:1)\n"
+            "  list: expected a list of numbers, got an item \".inf\" (c.yaml:6:11)\n"
+            "  i: 9000000000000000001 is out of range [0, 9e+18] (c.yaml:7:1)");
+}
+
+TEST(Binder, KeysRecordWhatEachGetterDeclared) {
+  ConfigBinder b = Parse("");
+  b.Int("a.n", 1, Range::Closed(1, 5));
+  b.String("a.s", "x", {"x", "y"});
+  b.IntList("l", {}, Range::AtLeast(1));
+  b.Int("a.n", 2);  // read again: the first declaration stands
+  ASSERT_EQ(b.keys().size(), 3u);
+  EXPECT_EQ(b.keys()[0].path, "a.n");
+  EXPECT_EQ(b.keys()[0].type, KeySpec::Type::kInt);
+  EXPECT_EQ(b.keys()[0].range.ToString(), "[1, 5]");
+  EXPECT_EQ(b.keys()[1].choices, (std::vector<std::string>{"x", "y"}));
+  EXPECT_FALSE(b.keys()[1].numeric());
+  EXPECT_EQ(b.keys()[2].type, KeySpec::Type::kIntList);
+  EXPECT_TRUE(b.keys()[2].numeric());
+}
+
 TEST(Binder, ChoicesSuggestNearest) {
   ConfigBinder b = Parse("t: deepfn\n");
   b.String("t", "deepfm", {"lr", "fm", "deepfm"});

@@ -14,6 +14,13 @@ namespace rectrain::config {
 namespace {
 
 constexpr double kMaxInt = 9.0e18;
+// Byte sizes (budgets): 1 PiB, beyond any machine this runs on.
+constexpr double kMaxBytes = 1125899906842624.0;
+// A layer's width: 65536 units; the first layer of a default DeepFM that wide holds 28M weights.
+// (Several wide layers together can still pass memory: the model build checks the total.)
+constexpr double kMaxWidth = 65536;
+// A dense value (fill, clip): a float32 well inside its range, so transforms stay finite.
+const Range kDenseValue = Range::Closed(-1e30, 1e30);
 
 // "\t", "tab", "\\t" -> '\t'; otherwise a single character.
 std::optional<char> ParseDelimiter(const std::string& s) {
@@ -62,7 +69,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   schema.group_key = b.String("data.group_key", "");
   c.data.max_bad_rows = b.Int("data.max_bad_rows", 0, Range::Closed(0, kMaxInt));
   c.data.rejects_file = b.String("data.rejects_file", "");
-  c.read.batch_size = b.Int("data.batch_size", 4096, Range::Closed(1, 1 << 24));
+  c.read.batch_size = b.Int("data.batch_size", 4096, Range::Closed(1, 1 << 20));
   // data.shuffle: off | buffer | global; true/false (older configs) mean buffer/off.
   const std::string shuffle =
       b.String("data.shuffle", "buffer", {"buffer", "global", "off", "true", "false"});
@@ -75,7 +82,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.epoch.memory_cache = memory_cache == "on"    ? data::MemoryCacheMode::kOn
                          : memory_cache == "off" ? data::MemoryCacheMode::kOff
                                                  : data::MemoryCacheMode::kAuto;
-  c.epoch.memory_cache_bytes = b.Bytes("data.memory_cache_bytes", 0);
+  c.epoch.memory_cache_bytes = b.Bytes("data.memory_cache_bytes", 0, Range::Closed(0, kMaxBytes));
   if (!c.epoch.shuffle_key.empty() && c.epoch.shuffle != data::ShuffleMode::kGlobal) {
     b.AddError("data.shuffle_key", "needs data.shuffle: global (data.shuffle is " + shuffle + ")");
   }
@@ -87,7 +94,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.read.shuffle_buffer_rows = b.Int("data.shuffle_buffer", 1 << 20, Range::Closed(1, kMaxInt));
   c.read.num_threads = static_cast<int>(b.Int("data.reader_threads", 1, Range::Closed(1, 64)));
   c.read.prefetch_batches = static_cast<int>(b.Int("data.prefetch", 4, Range::Closed(1, 1024)));
-  c.read.chunk_bytes = b.Bytes("data.chunk_bytes", data::ReadOptions{}.chunk_bytes, Range::Closed(1, 1 << 30));
+  c.read.chunk_bytes = b.Bytes("data.chunk_bytes", data::ReadOptions{}.chunk_bytes, Range::Closed(64 << 10, 1 << 30));
   c.read.seed = c.seed;
   c.data.negative_downsampling =
       b.Double("data.negative_downsampling", 1.0, Range{0, 1, true, false});
@@ -104,10 +111,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.data.stats_files = c.train_files;
 
   // features.*
-  c.data.dense.fill = b.Float("features.fill", 0.0f);
+  c.data.dense.fill = b.Float("features.fill", 0.0f, kDenseValue);
   c.data.dense.log1p = b.Bool("features.log1p", true);
-  c.data.dense.clip_min = b.Float("features.clip_min", 0.0f);
-  c.data.dense.clip_max = b.Float("features.clip_max", 0.0f);
+  c.data.dense.clip_min = b.Float("features.clip_min", 0.0f, kDenseValue);
+  c.data.dense.clip_max = b.Float("features.clip_max", 0.0f, kDenseValue);
   c.data.hash_seed = static_cast<uint64_t>(b.Int("features.hash_seed", 0, Range::Closed(0, kMaxInt)));
   c.data.transforms = b.StringMap("features.transforms", {});
   for (const auto& [feature, spec] : c.data.transforms) {
@@ -124,7 +131,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   }
   c.model.field_pooling = b.StringMap("model.field_pooling", {}, {"sum", "mean"});
   c.model.hidden.clear();
-  for (int64_t h : b.IntList("model.hidden", {400, 400, 400}, Range::Closed(1, 1 << 20))) {
+  for (int64_t h : b.IntList("model.hidden", {400, 400, 400}, Range::Closed(1, kMaxWidth))) {
     c.model.hidden.push_back(static_cast<int>(h));
   }
   c.model.dropout = b.Float("model.dropout", 0.0f, Range::HalfOpen(0, 1));
@@ -134,18 +141,18 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   for (int64_t h : b.IntList("model.cin_layers", {32, 32}, Range::Closed(1, 4096))) c.model.cin_layers.push_back(static_cast<int>(h));
   c.model.attention_layers = static_cast<int>(b.Int("model.attention_layers", 3, Range::Closed(1, 64)));
   c.model.attention_heads = static_cast<int>(b.Int("model.attention_heads", 2, Range::Closed(1, 64)));
-  c.model.attention_head_dim = static_cast<int>(b.Int("model.attention_head_dim", 8, Range::Closed(1, 1024)));
+  c.model.attention_head_dim = static_cast<int>(b.Int("model.attention_head_dim", 8, Range::Closed(1, 256)));
   c.model.target_field = b.String("model.target_field", "");
   c.model.history_field = b.String("model.history_field", "");
   c.model.attention_hidden.clear();
-  for (int64_t h : b.IntList("model.attention_hidden", {36}, Range::Closed(1, 1 << 20))) c.model.attention_hidden.push_back(static_cast<int>(h));
+  for (int64_t h : b.IntList("model.attention_hidden", {36}, Range::Closed(1, kMaxWidth))) c.model.attention_hidden.push_back(static_cast<int>(h));
   c.task_labels = b.StringList("model.task_labels", {});
   for (double w : b.DoubleList("model.task_weights", {}, Range::Closed(0, 1e6))) c.task_weights.push_back(static_cast<float>(w));
   c.model.num_experts = static_cast<int>(b.Int("model.num_experts", 4, Range::Closed(1, 1024)));
   c.model.expert_hidden.clear();
-  for (int64_t h : b.IntList("model.expert_hidden", {64}, Range::Closed(1, 1 << 20))) c.model.expert_hidden.push_back(static_cast<int>(h));
+  for (int64_t h : b.IntList("model.expert_hidden", {64}, Range::Closed(1, kMaxWidth))) c.model.expert_hidden.push_back(static_cast<int>(h));
   c.model.tower_hidden.clear();
-  for (int64_t h : b.IntList("model.tower_hidden", {32}, Range::Closed(1, 1 << 20))) c.model.tower_hidden.push_back(static_cast<int>(h));
+  for (int64_t h : b.IntList("model.tower_hidden", {32}, Range::Closed(1, kMaxWidth))) c.model.tower_hidden.push_back(static_cast<int>(h));
   if (!c.task_labels.empty() && c.model.type != "mmoe") {
     b.AddError("model.task_labels", "extra task labels need model.type: mmoe (a multi-task model)");
   }
@@ -157,7 +164,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
     b.AddError("model.task_labels", "model.type mmoe needs at least one extra task: name its dense label column(s) here");
   }
   c.model.bottom.clear();
-  for (int64_t h : b.IntList("model.bottom", {64}, Range::Closed(1, 1 << 20))) c.model.bottom.push_back(static_cast<int>(h));
+  for (int64_t h : b.IntList("model.bottom", {64}, Range::Closed(1, kMaxWidth))) c.model.bottom.push_back(static_cast<int>(h));
   c.model.num_classes = static_cast<int>(b.Int("model.num_classes", 1, Range::Closed(1, 100000)));
   if (c.model.num_classes > 1 && c.model.type != "mlp") {
     b.AddError("model.num_classes", std::to_string(c.model.num_classes) + " classes need model.type: mlp (a softmax classifier)");
@@ -187,12 +194,16 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   so.ftrl_beta = b.Float("embedding.optimizer.ftrl_beta", 1.0f, Range::AtLeast(0));
   so.ftrl_l1 = b.Float("embedding.optimizer.ftrl_l1", 0.0f, Range::AtLeast(0));
   so.ftrl_l2 = b.Float("embedding.optimizer.ftrl_l2", 0.0f, Range::AtLeast(0));
+  if (so.epsilon == 0.0f && (so.type == "adam" || (so.type == "adagrad" && so.initial_accumulator == 0.0f))) {
+    b.AddError("embedding.optimizer.epsilon", "0 divides by zero for " + so.type +
+                                                  (so.type == "adam" ? "" : " unless embedding.optimizer.initial_accumulator > 0"));
+  }
   e.initializer.type = b.String("embedding.initializer.type", "normal",
                                 {"normal", "uniform", "zeros", "truncated_normal"});
   e.initializer.stddev = b.Float("embedding.initializer.stddev", 0.01f, Range::AtLeast(0));
   e.initializer.scale = b.Float("embedding.initializer.scale", 0.01f, Range::AtLeast(0));
-  e.min_count = b.Int("embedding.min_count", 1, Range::Closed(1, kMaxInt));
-  e.memory_budget_bytes = b.Bytes("embedding.memory_budget", 0);
+  e.min_count = b.Int("embedding.min_count", 1, Range::Closed(1, 4294967295.0));  // a 32-bit sighting count
+  e.memory_budget_bytes = b.Bytes("embedding.memory_budget", 0, Range::Closed(0, kMaxBytes));
   e.on_budget = b.String("embedding.on_budget", "evict", {"evict", "error"});
   e.num_shards = static_cast<int>(b.Int("embedding.shards", 64, Range::Closed(1, 65536)));
   if ((e.num_shards & (e.num_shards - 1)) != 0) {
@@ -209,6 +220,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   o.weight_decay = b.Float("optimizer.weight_decay", 0.0f, Range::AtLeast(0));
   o.momentum = b.Float("optimizer.momentum", 0.0f, Range::HalfOpen(0, 1));
   o.initial_accumulator = b.Float("optimizer.initial_accumulator", 0.0f, Range::AtLeast(0));
+  if (o.epsilon == 0.0f && (o.type == "adam" || o.type == "adamw" || (o.type == "adagrad" && o.initial_accumulator == 0.0f))) {
+    b.AddError("optimizer.epsilon", "0 divides by zero for " + o.type +
+                                        (o.type == "adagrad" ? " unless optimizer.initial_accumulator > 0" : ""));
+  }
   c.lr_schedule.warmup_steps = b.Int("optimizer.warmup_steps", 0, Range::Closed(0, kMaxInt));
   c.lr_schedule.decay =
       b.String("optimizer.decay", "none", {"none", "linear", "cosine", "exponential", "step"});
@@ -250,7 +265,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
 
   // eval.*
   c.eval.gauc = b.Bool("eval.gauc", false);
-  c.eval.batch_size = b.Int("eval.batch_size", 0, Range::Closed(0, 1 << 24));
+  c.eval.batch_size = b.Int("eval.batch_size", 0, Range::Closed(0, 1 << 20));
 
   // tracking.* / monitoring.* (docs/tracking.md)
   TrackingSettings& tr = c.tracking;
@@ -358,6 +373,12 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
     b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
   }
   return c;
+}
+
+std::vector<KeySpec> TrainConfigSchema() {
+  auto binder = ConfigBinder::FromYamlString("", "schema");
+  BindTrainConfig(*binder);
+  return binder->keys();
 }
 
 const char* DataSplitName(DataSplit split) {

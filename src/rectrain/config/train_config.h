@@ -146,6 +146,10 @@ struct TrainConfig {
 // it; the caller then calls binder.Finish() (which also reports unknown keys).
 TrainConfig BindTrainConfig(ConfigBinder& binder);
 
+// The schema as BindTrainConfig declares it: every key with its type, range and choices, in
+// binding order (docs/config.md documents each; train_config_test holds the two together).
+std::vector<KeySpec> TrainConfigSchema();
+
 struct LoadedConfig {
   TrainConfig config;
   std::string resolved_yaml;  // every key with its effective value

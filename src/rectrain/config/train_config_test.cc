@@ -130,7 +130,7 @@ TEST(TrainConfig, AllErrorsReportedTogether) {
             "  model.hiden: unknown key; did you mean model.hidden? (c.yaml:3:3)\n"
             "  embedding.optimiser: unknown key; did you mean embedding.optimizer? "
             "(--set embedding.optimiser.lr=0.1)\n"
-            "  data.batch_size: 0 is out of range [1, 16777216] (c.yaml:1:22)\n"
+            "  data.batch_size: 0 is out of range [1, 1048576] (c.yaml:1:22)\n"
             "  model.type: \"deepfn\" is not one of lr, fm, wide_deep, deepfm, dcn_v2, xdeepfm, autoint, fwfm, dlrm, din, mmoe, mlp; did you "
             "mean deepfm? (c.yaml:4:3)\n"
             "  optimizer.lr: -1 is out of range (0, +inf) (c.yaml:5:13)\n"

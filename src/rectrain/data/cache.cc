@@ -402,9 +402,15 @@ Result<std::unique_ptr<BatchReader>> OpenCacheFiles(const std::vector<std::strin
   }
   // Blocks (weighted by rows) ordered and shared out by the planner.
   std::vector<BlockRef> order;
+  int64_t pass_rows = 0;
   for (int64_t b : PlanPassUnits(weights, options.shuffle, options.seed, options.epoch, options.rank, options.world)) {
     order.push_back(blocks[static_cast<size_t>(b)]);
+    pass_rows += weights[static_cast<size_t>(b)];
   }
+  const CacheSchema& schema = files[0]->footer().schema;
+  RECTRAIN_RETURN_IF_ERROR(internal::CheckReaderBuffersFit(
+      options, internal::RowLayout::Make(static_cast<int>(schema.dense_names.size()), schema.multi, schema.has_group),
+      pass_rows));
   return std::unique_ptr<BatchReader>(new CacheBatchReader(std::move(files), options, std::move(order), std::move(note)));
 }
 

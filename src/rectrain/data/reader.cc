@@ -343,6 +343,12 @@ std::unique_ptr<internal::ReadAhead> MakeReadAhead(const std::vector<FileInfo>& 
                                                4 * options.chunk_bytes, options.read_ahead_bytes, hint, waits);
 }
 
+internal::RowLayout MakeLayout(const ParsePlan& plan) {
+  std::vector<bool> multi(static_cast<size_t>(plan.num_sparse()));
+  for (int f = 0; f < plan.num_sparse(); ++f) multi[static_cast<size_t>(f)] = plan.sparse[f].multi;
+  return internal::RowLayout::Make(plan.num_dense(), std::move(multi), plan.has_group);
+}
+
 class TextBatchReader final : public BatchReader {
  public:
   TextBatchReader(const DataConfig& config, const ReadOptions& options, ParsePlan plan,
@@ -411,11 +417,6 @@ class TextBatchReader final : public BatchReader {
   const std::vector<std::string>& sparse_names() const override { return plan_.sparse_names; }
 
  private:
-  static internal::RowLayout MakeLayout(const ParsePlan& plan) {
-    std::vector<bool> multi(static_cast<size_t>(plan.num_sparse()));
-    for (int f = 0; f < plan.num_sparse(); ++f) multi[static_cast<size_t>(f)] = plan.sparse[f].multi;
-    return internal::RowLayout::Make(plan.num_dense(), std::move(multi), plan.has_group);
-  }
   static std::vector<int64_t> GroupSizes(const std::vector<ChunkRef>& order) {
     std::vector<int64_t> sizes(order.size(), 1);
     for (size_t i = 0; i < order.size(); ++i) sizes[i] = order[i].group_size;
@@ -794,6 +795,7 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     }
     order = std::move(planned);
   }
+  RECTRAIN_RETURN_IF_ERROR(internal::CheckReaderBuffersFit(options, MakeLayout(*plan), -1));
   std::FILE* rejects = nullptr;
   if (!config.rejects_file.empty() && !stats_pass) {
     rejects = std::fopen(config.rejects_file.c_str(), "w");

@@ -1,5 +1,7 @@
 #include "rectrain/data/internal/pass_assembler.h"
 
+#include "rectrain/base/memory.h"
+
 #include <algorithm>
 
 namespace rectrain::data::internal {
@@ -36,6 +38,38 @@ std::optional<Batch> BatchRecycler::Take() {
 std::vector<Batch> BatchRecycler::TakeAll() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(batches_, {});
+}
+
+Status CheckReaderBuffersFit(const ReadOptions& options, const RowLayout& layout, int64_t expected_rows) {
+  const double memory = static_cast<double>(PhysicalMemoryBytes());
+  if (memory <= 0) return OkStatus();
+  const double n1 = static_cast<double>(layout.single_fields.size()), nm = static_cast<double>(layout.multi_fields.size());
+  const double group = layout.has_group ? sizeof(uint64_t) : 0;
+  // A batch row (Batch): the label, the dense values, an id per single-valued field, an offset
+  // per multi-valued one (its ids besides), the group key.
+  const double batch_row = sizeof(float) * (1.0 + layout.num_dense) + sizeof(uint64_t) * n1 + sizeof(int32_t) * nm + group;
+  const double batches = static_cast<double>(options.batch_size) * batch_row * (options.prefetch_batches + 3.0);
+  // A shuffle slot (ShuffleSlots): the same, with a list per multi-valued field.
+  const double slot = sizeof(float) * (1.0 + layout.num_dense) + sizeof(uint64_t) * n1 + sizeof(std::vector<uint64_t>) * nm + group;
+  const bool shuffling = options.shuffle && options.shuffle_buffer_rows > 0;
+  const double slots =
+      shuffling ? static_cast<double>(expected_rows >= 0 ? std::min(options.shuffle_buffer_rows, expected_rows)
+                                                         : options.shuffle_buffer_rows) * slot
+                : 0.0;
+  if (batches + slots <= memory) return OkStatus();
+  const std::string row = "a label, " + std::to_string(layout.num_dense) + " dense values and " +
+                          std::to_string(layout.num_sparse()) + " categorical fields a row";
+  if (slots > batches) {
+    return InvalidArgumentError("data.shuffle_buffer: " + std::to_string(options.shuffle_buffer_rows) + " rows (" + row +
+                                ") need " + FormatBytes(slots) + ", more than this machine's memory (" +
+                                FormatBytes(memory) + "): at most " +
+                                std::to_string(static_cast<int64_t>((memory - batches) / slot)) +
+                                " rows here, or data.shuffle: global for a permutation of the whole split");
+  }
+  return InvalidArgumentError("data.batch_size: " + std::to_string(options.batch_size) + " rows (" + row + ") in " +
+                              std::to_string(options.prefetch_batches + 3) + " batches (data.prefetch + 3) need " +
+                              FormatBytes(batches) + ", more than this machine's memory (" + FormatBytes(memory) +
+                              "); lower data.batch_size or data.prefetch");
 }
 
 BatchAssembler::BatchAssembler(const RowLayout& layout, const ReadOptions& options, PrefetchQueue* queue,

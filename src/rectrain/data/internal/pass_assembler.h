@@ -211,6 +211,13 @@ class OrderedWindow {
   std::vector<std::unique_ptr<Block>> free_;         // guarded by mu_
 };
 
+// What a reader holds for a pass, reserved up front: its batches (each sized to data.batch_size
+// rows of `layout` when it starts, data.prefetch + 3 of them: queued, recycled, in assembly)
+// and, when shuffling, the shuffle buffer (data.shuffle_buffer rows, or `expected_rows` when
+// fewer; -1: unknown). More than this machine's memory cannot be honoured: InvalidArgument
+// naming the keys, what a row holds and how much the machine has.
+Status CheckReaderBuffersFit(const ReadOptions& options, const RowLayout& layout, int64_t expected_rows);
+
 class BatchAssembler {
  public:
   // `queue` and `recycler` must outlive the assembler. `slots` (may be null: a new buffer) is the
