@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "rectrain/base/random.h"
 #include "rectrain/data/transform.h"
@@ -390,9 +388,9 @@ const char* DataSplitName(DataSplit split) {
   return "?";
 }
 
-Result<LoadedConfig> LoadTrainConfigFromString(std::string_view text, const std::string& source,
-                                               const std::vector<std::string>& sets) {
-  RECTRAIN_ASSIGN_OR_RETURN(ConfigBinder binder, ConfigBinder::FromYamlString(text, source));
+namespace {
+
+Result<LoadedConfig> Load(ConfigBinder binder, const std::vector<std::string>& sets) {
   for (const auto& s : sets) RECTRAIN_RETURN_IF_ERROR(binder.ApplySet(s));
   LoadedConfig out;
   out.config = BindTrainConfig(binder);
@@ -402,12 +400,18 @@ Result<LoadedConfig> LoadTrainConfigFromString(std::string_view text, const std:
   return out;
 }
 
+}  // namespace
+
+Result<LoadedConfig> LoadTrainConfigFromString(std::string_view text, const std::string& source,
+                                               const std::vector<std::string>& sets) {
+  RECTRAIN_ASSIGN_OR_RETURN(ConfigBinder binder, ConfigBinder::FromYamlString(text, source));
+  return Load(std::move(binder), sets);
+}
+
 Result<LoadedConfig> LoadTrainConfig(const std::string& path, const std::vector<std::string>& sets) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read config file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return LoadTrainConfigFromString(ss.str(), path, sets);
+  // FromYamlFile reads at most kMaxConfigBytes + 1 bytes, so /dev/zero or a FIFO is refused.
+  RECTRAIN_ASSIGN_OR_RETURN(ConfigBinder binder, ConfigBinder::FromYamlFile(path));
+  return Load(std::move(binder), sets);
 }
 
 }  // namespace rectrain::config

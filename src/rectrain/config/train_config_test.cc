@@ -169,6 +169,14 @@ TEST(TrainConfig, CrossKeyChecks) {
             "(c.yaml:2:8)");
 }
 
+// The file is read only up to the size limit (docs/config.md "Limits"): an endless one is refused.
+TEST(TrainConfig, EndlessFileIsRefusedAtTheSizeLimit) {
+  auto c = LoadTrainConfig("/dev/zero", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("is more than a config may hold"), std::string::npos) << c.status();
+}
+
 TEST(TrainConfig, MissingFileIsNotFound) {
   auto c = LoadTrainConfig("/nonexistent/x.yaml", {});
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
