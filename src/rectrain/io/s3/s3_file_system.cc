@@ -346,7 +346,10 @@ Result<FileStat> S3FileSystem::Stat(const std::string& path) {
 Result<std::vector<FileStat>> S3FileSystem::Glob(const std::string& pattern) {
   RECTRAIN_RETURN_IF_ERROR(config_error_);
   RECTRAIN_ASSIGN_OR_RETURN(auto bk, ParseS3Uri(pattern));
-  const auto& [bucket, key_pattern] = bk;
+  // Named references, not a structured binding: the lambda below captures them, which C++20
+  // allows for bindings only from clang 16 on (the fuzz build uses Debian's clang 14).
+  const std::string& bucket = bk.first;
+  const std::string& key_pattern = bk.second;
   const size_t wild = key_pattern.find_first_of("*?[");
   const std::string literal = key_pattern.substr(0, wild);
   const std::string prefix = literal.substr(0, literal.rfind('/') + 1);  // whole path components
