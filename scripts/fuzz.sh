@@ -3,20 +3,23 @@
 # time from its corpus in the repository (fuzz/README.md). CI runs it with the default targets;
 # a crash fails it and prints the input that crashed, hex-encoded.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]
-#   default: 20 s each for http_request_fuzzer; the reader and Parquet fuzzers can be named as well.
+#   default: 20 s each for http_request_fuzzer and config_fuzzer; the reader and Parquet fuzzers
+#   can be named as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 secs=${1:-20}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http_request_fuzzer)
+((${#targets[@]})) || targets=(http_request_fuzzer config_fuzzer)
 # Each target's seed directories (space-separated, relative to the repository root).
 pq_seeds="tests/parquet_fixtures tests/golden/parquet"
-declare -A corpus=([http_request_fuzzer]=fuzz/corpus/http [text_reader_fuzzer]=fuzz/corpus/text
+declare -A corpus=([http_request_fuzzer]=fuzz/corpus/http [config_fuzzer]=fuzz/corpus/config
+                   [text_reader_fuzzer]=fuzz/corpus/text
                    [idx_reader_fuzzer]=fuzz/corpus/idx [parquet_reader_fuzzer]=$pq_seeds
                    [parquet_writer_fuzzer]=$pq_seeds [parquet_fuzzer]=$pq_seeds)
-declare -A max_len=([http_request_fuzzer]=8192 [text_reader_fuzzer]=4096 [idx_reader_fuzzer]=4096
+declare -A max_len=([http_request_fuzzer]=8192 [config_fuzzer]=16384
+                    [text_reader_fuzzer]=4096 [idx_reader_fuzzer]=4096
                     [parquet_reader_fuzzer]=200000 [parquet_writer_fuzzer]=200000 [parquet_fuzzer]=200000)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)

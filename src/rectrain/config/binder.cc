@@ -29,6 +29,15 @@ struct Node {
   std::vector<std::pair<std::string, Node>> map;
   std::string where;  // "config.yaml:3:5" or "--set a.b=c"
 
+  // Defined below, where Node is complete: std::pair<std::string, Node> needs it to be (clang
+  // with libstdc++ instantiates the members of `map` here otherwise).
+  Node();
+  Node(const Node&);
+  Node(Node&&) noexcept;
+  Node& operator=(const Node&);
+  Node& operator=(Node&&) noexcept;
+  ~Node();
+
   Node* Find(std::string_view key) {
     for (auto& [k, v] : map) {
       if (k == key) return &v;
@@ -42,6 +51,12 @@ struct Node {
     return nullptr;
   }
 };
+Node::Node() = default;
+Node::Node(const Node&) = default;
+Node::Node(Node&&) noexcept = default;
+Node& Node::operator=(const Node&) = default;
+Node& Node::operator=(Node&&) noexcept = default;
+Node::~Node() = default;
 
 std::vector<std::string> SplitPath(std::string_view path) {
   std::vector<std::string> parts;
