@@ -12,6 +12,10 @@ Usage: boto_tool.py ENDPOINT COMMAND ARGS...
   list BUCKET PREFIX           JSON [[key, size, etag], ...] over all pages
   md5 BUCKET KEY               hex MD5 of the object's bytes
   delete BUCKET KEY            delete one object
+  uploads BUCKET PREFIX        JSON [[key, upload_id], ...] of the incomplete multipart uploads
+                               (ListMultipartUploads), or "error CODE HTTP-STATUS" when the
+                               server refuses the call
+  abort BUCKET KEY UPLOAD_ID   AbortMultipartUpload: "aborted", or "error CODE HTTP-STATUS"
   get-throughput BUCKET KEY REPEAT   MB/s of REPEAT whole-object GETs (the server's ceiling)
   get-many BUCKET PREFIX THREADS     seconds to list PREFIX and GET every object under it with
                                      THREADS threads (the server's ceiling for many small objects)
@@ -25,6 +29,7 @@ import time
 
 import boto3
 import botocore.config
+import botocore.exceptions
 
 
 def client(endpoint):
@@ -40,6 +45,11 @@ def list_all(s3, bucket, prefix):
         for o in page.get("Contents", []):
             out.append([o["Key"], o["Size"], o["ETag"]])
     return out
+
+
+def refused(e):
+    err = e.response.get("Error", {})
+    return "error %s %s" % (err.get("Code"), e.response.get("ResponseMetadata", {}).get("HTTPStatusCode"))
 
 
 def main(argv):
@@ -74,6 +84,18 @@ def main(argv):
         print(hashlib.md5(s3.get_object(Bucket=args[0], Key=args[1])["Body"].read()).hexdigest())
     elif cmd == "delete":
         s3.delete_object(Bucket=args[0], Key=args[1])
+    elif cmd == "uploads":
+        try:
+            pages = list(s3.get_paginator("list_multipart_uploads").paginate(Bucket=args[0], Prefix=args[1]))
+            print(json.dumps([[u["Key"], u["UploadId"]] for p in pages for u in p.get("Uploads", [])]))
+        except botocore.exceptions.ClientError as e:
+            print(refused(e))
+    elif cmd == "abort":
+        try:
+            s3.abort_multipart_upload(Bucket=args[0], Key=args[1], UploadId=args[2])
+            print("aborted")
+        except botocore.exceptions.ClientError as e:
+            print(refused(e))
     elif cmd == "get-throughput":
         bucket, key, repeat = args[0], args[1], int(args[2])
         total, start = 0, time.time()

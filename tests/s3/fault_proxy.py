@@ -8,6 +8,8 @@ fault instead:
   drop      forwards, sends the response headers and half of the body, then resets the connection
   stall     forwards, sends half of the body, then sends nothing for --stall-seconds
   down      closes the connection without answering (as if the server were gone)
+  hold      reads the request, logs it at once, and neither forwards nor answers it until the
+            proxy exits (an upload in flight: a test kills the writer while it waits)
 
 --plan is a comma-separated list of FAULT@N (the N-th request, 1-based, counting every request
 the proxy sees) and FAULT%K (every K-th request). The first matching entry wins. Requests whose
@@ -86,6 +88,9 @@ def make_handler(args, plan, log, log_lock):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             n, fault = plan.next(self.path)
+            if fault == "hold":
+                self.record(n, fault, 0)
+                threading.Event().wait()  # daemon thread: ends with the proxy
             if fault == "down":
                 self.record(n, fault, 0)
                 self.reset()

@@ -19,6 +19,16 @@ wait_port() {
   done
 }
 
+# wait_log FILE PATTERN PID: until FILE has a line matching PATTERN (60 s), while PID runs.
+wait_log() {
+  i=0
+  until grep -q "$2" "$1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 1200 ] || fail "no line \"$2\" in $1"
+    kill -0 "$3" 2>/dev/null || fail "the run ended before \"$2\" appeared in $1"
+    sleep 0.05
+  done
+}
+
 # start_s3rver: s3rver on $S3_PORT (chosen once) over $W/s3data with bucket "data"; sets S3_PID.
 start_s3rver() {
   [ -f "$S3DIR/node_modules/s3rver/bin/s3rver.js" ] || fail "s3rver missing: run npm ci in tests/s3 (the build does it)"
@@ -34,11 +44,12 @@ start_s3rver() {
 
 stop_s3rver() { kill -9 "$S3_PID" 2>/dev/null; wait "$S3_PID" 2>/dev/null || true; }
 
-# start_proxy PLAN: the fault proxy in front of s3rver; sets PROXY_URL, PROXY_PID, PROXY_LOG.
+# start_proxy PLAN [ONLY]: the fault proxy in front of s3rver, faulting only requests whose path
+# contains ONLY (if given); sets PROXY_URL, PROXY_PID, PROXY_LOG.
 start_proxy() {
   PROXY_PORT=$(free_port)
   PROXY_LOG=$W/proxy-$PROXY_PORT.log
-  /usr/bin/python3 "$S3DIR/fault_proxy.py" --upstream "$S3_URL" --port "$PROXY_PORT" --plan "$1" \
+  /usr/bin/python3 "$S3DIR/fault_proxy.py" --upstream "$S3_URL" --port "$PROXY_PORT" --plan "$1" --only "${2:-}" \
     --stall-seconds 3 --log "$PROXY_LOG" >"$PROXY_LOG.out" 2>&1 &
   PROXY_PID=$!
   wait_port "$PROXY_PORT" "$PROXY_PID" "$PROXY_LOG.out"

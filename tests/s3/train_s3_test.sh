@@ -76,15 +76,6 @@ done
 echo "ok: no credential in train.log, summary.json, config.yaml, the tracking store or the output"
 
 echo "== 2. checkpoints in the bucket, --resume from it"
-# wait_log FILE PATTERN PID: until FILE has a line matching PATTERN (60 s), while PID runs.
-wait_log() {
-  i=0
-  until grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1)); [ $i -lt 1200 ] || fail "no line \"$2\" in $1"
-    kill -0 "$3" 2>/dev/null || fail "the run ended before \"$2\" appeared in $1"
-    sleep 0.05
-  done
-}
 set -- --set data.train=s3://data/tsv/ --set data.valid=s3://data/valid/valid.tsv \
   --set train.checkpoint_every_steps=40 --set train.keep_checkpoints=2
 "$B" train tsv.yaml --run-dir run-a --quiet "$@" --set train.checkpoint_dir=s3://data/runs/a/checkpoints >run-a.txt 2>&1 &
