@@ -15,7 +15,9 @@ fault instead:
 the proxy sees) and FAULT%K (every K-th request). The first matching entry wins. Requests whose
 path does not contain --only (if given) are never faulted but are counted.
 
-Writes one JSON line per request to --log: {"n", "method", "path", "fault", "status"}.
+Writes one JSON line per request to --log: {"n", "method", "path", "fault", "status"}, before a
+whole answer is sent, so a client that has its answer finds the line (a dropped or stalled answer
+is logged after the half sent).
 Prints "listening PORT" on stdout once it accepts connections. With --certfile/--keyfile it serves
 HTTPS (the TLS tests).
 
@@ -99,13 +101,13 @@ def make_handler(args, plan, log, log_lock):
                 code, msg = (("SlowDown", "Please reduce your request rate.") if fault == "slowdown"
                              else ("ServiceUnavailable", "Injected by fault_proxy."))
                 payload = FAULT_XML.format(code=code, msg=msg).encode()
+                self.record(n, fault, 503)
                 self.send_response(503)
                 self.send_header("Content-Type", "application/xml")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(payload)
-                self.record(n, fault, 503)
                 return
             conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
@@ -113,6 +115,9 @@ def make_handler(args, plan, log, log_lock):
             resp = conn.getresponse()
             data = resp.read()
             conn.close()
+            partial = fault in ("drop", "stall") and self.command != "HEAD" and len(data) >= 2
+            if not partial:
+                self.record(n, "pass" if fault in ("drop", "stall") else fault, resp.status)
             self.send_response(resp.status)
             for k, v in resp.getheaders():
                 if k.lower() not in ("connection", "transfer-encoding", "keep-alive", "date", "server"):
@@ -120,7 +125,7 @@ def make_handler(args, plan, log, log_lock):
             if "content-length" not in (k.lower() for k, _ in resp.getheaders()):
                 self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            if fault in ("drop", "stall") and self.command != "HEAD" and len(data) >= 2:
+            if partial:
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()
                 if fault == "stall":
@@ -130,7 +135,6 @@ def make_handler(args, plan, log, log_lock):
                 return
             if self.command != "HEAD":
                 self.wfile.write(data)
-            self.record(n, "pass" if fault in ("drop", "stall") else fault, resp.status)
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
 
