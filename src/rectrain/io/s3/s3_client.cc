@@ -7,7 +7,10 @@
 #include <random>
 #include <thread>
 
+#include <openssl/evp.h>
+
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/io/s3/sigv4.h"
 #include "rectrain/io/s3/xml.h"
 
 namespace rectrain::io::s3 {
@@ -66,6 +69,24 @@ Result<std::pair<std::string, std::string>> ParseS3Uri(std::string_view uri) {
     return InvalidArgumentError("\"" + std::string(uri) + "\": a bucket name cannot be a pattern");
   }
   return std::pair{bucket, slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1))};
+}
+
+std::string MultipartEtag(const std::vector<std::string>& part_etags) {
+  auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  std::string digests;
+  for (std::string e : part_etags) {
+    std::erase(e, '"');
+    if (e.size() != 32) return "";
+    for (size_t i = 0; i < e.size(); i += 2) {
+      const int hi = nibble(e[i]), lo = nibble(e[i + 1]);
+      if (hi < 0 || lo < 0) return "";
+      digests += static_cast<char>(hi * 16 + lo);
+    }
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(digests.data(), digests.size(), md, &n, EVP_md5(), nullptr) != 1) return "";
+  return Hex(md, n) + "-" + std::to_string(part_etags.size());
 }
 
 S3Client::S3Client(S3Config config)
@@ -370,13 +391,24 @@ Result<std::string> S3Client::UploadPart(const std::string& bucket, const std::s
   return etag;
 }
 
+bool S3Client::Holds(const std::string& bucket, const std::string& key, const std::vector<std::string>& part_etags,
+                     const UploadedObject& made) {
+  Result<ObjectInfo> info = Head(bucket, key);
+  if (!info.ok() || info->size != made.size) return false;
+  std::string etag = info->etag;
+  std::erase(etag, '"');
+  return !etag.empty() && (etag == made.md5_hex || etag == MultipartEtag(part_etags));
+}
+
 Status S3Client::CompleteMultipartUpload(const std::string& bucket, const std::string& key,
-                                         const std::string& upload_id, const std::vector<std::string>& part_etags) {
+                                         const std::string& upload_id, const std::vector<std::string>& part_etags,
+                                         const UploadedObject& made) {
   std::string body = "<CompleteMultipartUpload>";
   for (size_t i = 0; i < part_etags.size(); ++i) {
     body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + part_etags[i] + "</ETag></Part>";
   }
   body += "</CompleteMultipartUpload>";
+  bool answer_lost = false;  // an earlier attempt may have completed the upload
   return Run(ObjectUri(bucket, key) + ": CompleteMultipartUpload", [&](int) {
     HttpResponse resp;
     std::string err;
@@ -386,9 +418,11 @@ Status S3Client::CompleteMultipartUpload(const std::string& bucket, const std::s
     // S3 may answer 200 and report an error in the body.
     if (a.ok && resp.body.find("<Error>") != std::string::npos) {
       const auto [code, message] = ErrorCodeOf(resp);
-      return Attempt{.retryable = RetryableCode(code), .status = UnavailableError("failed: " + code + " " + message),
-                     .reason = code, .last = "HTTP 200 with error " + code + " (" + message + ")"};
+      a = Attempt{.retryable = RetryableCode(code), .status = UnavailableError("failed: " + code + " " + message),
+                  .reason = code, .last = "HTTP 200 with error " + code + " (" + message + ")"};
     }
+    if (!a.ok && answer_lost && Holds(bucket, key, part_etags, made)) return Attempt{.ok = true};
+    answer_lost |= te != TransportError::kNone;
     return a;
   });
 }

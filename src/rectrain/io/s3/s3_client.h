@@ -68,8 +68,17 @@ class S3Client {
   // Returns the part's ETag.
   Result<std::string> UploadPart(const std::string& bucket, const std::string& key, const std::string& upload_id,
                                  int part_number, std::string_view body);
+  // `made`: the object the upload makes. An attempt whose answer is lost (a reset, a timeout)
+  // may have completed the upload on the server, and then its retries fail (S3: 404
+  // NoSuchUpload; s3rver: 500): after such a loss, a failed attempt asks (HEAD) whether the key
+  // holds `made` (its size, and as ETag its MD5 or S3's multipart ETag, the MD5 of the parts'
+  // MD5s and "-N") and if so counts the upload as complete.
+  struct UploadedObject {
+    int64_t size = 0;
+    std::string md5_hex;  // of all the bytes
+  };
   Status CompleteMultipartUpload(const std::string& bucket, const std::string& key, const std::string& upload_id,
-                                 const std::vector<std::string>& part_etags);
+                                 const std::vector<std::string>& part_etags, const UploadedObject& made);
   Status AbortMultipartUpload(const std::string& bucket, const std::string& key, const std::string& upload_id);
 
   // Counters over the client's life: requests, retries by reason, bytes.
@@ -87,6 +96,9 @@ class S3Client {
   // Runs `attempt` until it succeeds, fails for good, or the budget is spent.
   Status Run(const std::string& what, const std::function<Attempt(int attempt_no)>& attempt);
   void CountRetry(const std::string& reason);
+  // Whether the key holds `made` now (CompleteMultipartUpload).
+  bool Holds(const std::string& bucket, const std::string& key, const std::vector<std::string>& part_etags,
+             const UploadedObject& made);
 
   S3Config config_;
   HttpClient http_;
@@ -94,6 +106,11 @@ class S3Client {
   mutable std::mutex mu_;
   std::map<std::string, int64_t> retry_reasons_;  // guarded by mu_
 };
+
+// S3's ETag of an object made by a multipart upload (AWS, MinIO, Ceph): the MD5 of the parts'
+// binary MD5s (their ETags, quoted or not), "-" and the number of parts. Empty when a part's ETag
+// is not an MD5 (SSE-KMS, some stores).
+std::string MultipartEtag(const std::vector<std::string>& part_etags);
 
 // "s3://bucket/key" -> (bucket, key). InvalidArgument for another scheme or an empty bucket.
 Result<std::pair<std::string, std::string>> ParseS3Uri(std::string_view uri);

@@ -1,11 +1,14 @@
 #include "rectrain/io/s3/s3_file_system.h"
 
 #include <fnmatch.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
+
+#include "rectrain/io/s3/sigv4.h"
 
 namespace rectrain::io::s3 {
 namespace {
@@ -153,6 +156,15 @@ class S3File final : public RandomAccessFile {
   mutable std::atomic<int64_t> waits_{0};
 };
 
+EVP_MD_CTX* NewMd5() {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_md5(), nullptr) != 1) {
+    EVP_MD_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
 class S3Writer final : public AtomicFileWriter {
  public:
   S3Writer(S3FileSystem* fs, std::string bucket, std::string key)
@@ -187,7 +199,8 @@ class S3Writer final : public AtomicFileWriter {
       if (!buffer_.empty()) {
         RECTRAIN_RETURN_IF_ERROR(UploadPart(buffer_));
       }
-      RECTRAIN_RETURN_IF_ERROR(fs_->client().CompleteMultipartUpload(bucket_, key_, upload_id_, etags_));
+      RECTRAIN_RETURN_IF_ERROR(fs_->client().CompleteMultipartUpload(bucket_, key_, upload_id_, etags_,
+                                                                     {bytes_written_, Md5Hex()}));
     }
     committed_ = true;
     buffer_.clear();
@@ -202,7 +215,16 @@ class S3Writer final : public AtomicFileWriter {
     RECTRAIN_ASSIGN_OR_RETURN(std::string etag, fs_->client().UploadPart(bucket_, key_, upload_id_,
                                                                          static_cast<int>(etags_.size()) + 1, bytes));
     etags_.push_back(std::move(etag));
+    if (md5_ != nullptr) EVP_DigestUpdate(md5_.get(), bytes.data(), bytes.size());
     return OkStatus();
+  }
+
+  // The MD5 of every part uploaded (hex); empty if OpenSSL failed to start it.
+  std::string Md5Hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (md5_ == nullptr || EVP_DigestFinal_ex(md5_.get(), md, &n) != 1) return "";
+    return Hex(md, n);
   }
 
   S3FileSystem* fs_;
@@ -210,6 +232,8 @@ class S3Writer final : public AtomicFileWriter {
   std::string buffer_;
   std::string upload_id_;
   std::vector<std::string> etags_;
+  // MD5 of the parts' bytes: CompleteMultipartUpload checks with it an upload whose answer was lost.
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md5_{NewMd5(), &EVP_MD_CTX_free};
   bool committed_ = false;
 };
 

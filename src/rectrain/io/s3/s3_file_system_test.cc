@@ -164,6 +164,28 @@ TEST_F(S3FsTest, WritesSinglePutAndMultipartThatBotoReadsBack) {
   EXPECT_EQ(listed[1][0], "out/small.txt");
 }
 
+// The connection breaks while the answer to CompleteMultipartUpload comes back, after the server
+// made the object: the retries fail (s3rver: 500, the upload is gone; S3: 404 NoSuchUpload), and
+// the writer, finding the object whole (HEAD: its size and MD5), commits instead of failing.
+TEST_F(S3FsTest, ACompletedUploadWhoseAnswerWasLostCommits) {
+  FaultProxy proxy(server_->endpoint(), "drop@4", (dir_ / "proxy.log").string());
+  ASSERT_EQ(proxy.error(), "");
+  Use(proxy.endpoint());
+  const std::string big = Pattern(6 << 20, 5);  // two parts of the 5 MiB set by Use()
+  ASSERT_TRUE(CopyFile(Local("lost.bin", big), "s3://data/lost/lost.bin").ok()) << "see " << dir_ / "proxy.log";
+  std::string log, dropped;
+  for (const std::string& line : proxy.LogLines()) {
+    auto j = nlohmann::json::parse(line);
+    log += line + "\n";
+    if (j["fault"] == "drop") dropped = j["method"].get<std::string>() + " " + j["path"].get<std::string>();
+  }
+  EXPECT_NE(dropped.find("POST /data/lost/lost.bin?uploadId="), std::string::npos) << log;
+  auto [rc, got] = Boto(server_->endpoint(), "get data lost/lost.bin " + (dir_ / "lost.copy").string());
+  ASSERT_EQ(rc, 0) << got;
+  std::ifstream in(dir_ / "lost.copy", std::ios::binary);
+  EXPECT_TRUE(std::string((std::istreambuf_iterator<char>(in)), {}) == big);
+}
+
 TEST_F(S3FsTest, ListsGlobsAndPrefixesAcrossPages) {
   auto [rc, out] = Boto(server_->endpoint(), "put-many data many/part- 1100 " + Local("row", "1\t2\n"));
   ASSERT_EQ(rc, 0) << out;

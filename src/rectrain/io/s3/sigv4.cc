@@ -10,7 +10,6 @@
 #include <ctime>
 
 namespace rectrain::io::s3 {
-namespace {
 
 std::string Hex(const unsigned char* p, size_t n) {
   static const char kDigits[] = "0123456789abcdef";
@@ -21,6 +20,8 @@ std::string Hex(const unsigned char* p, size_t n) {
   }
   return out;
 }
+
+namespace {
 
 std::string Lower(std::string_view s) {
   std::string out(s);

@@ -62,6 +62,8 @@ Signature SignV4(const Credentials& creds, std::string_view region, std::string_
 
 // Percent-encodes every byte except A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash) as %XX.
 std::string UriEncode(std::string_view s, bool keep_slash);
+// Lower-case hex of `n` bytes.
+std::string Hex(const unsigned char* p, size_t n);
 // Lower-case hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 // Raw 32-byte HMAC-SHA256.
