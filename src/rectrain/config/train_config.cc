@@ -203,6 +203,8 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   e.min_count = b.Int("embedding.min_count", 1, Range::Closed(1, 4294967295.0));  // a 32-bit sighting count
   e.memory_budget_bytes = b.Bytes("embedding.memory_budget", 0, Range::Closed(0, kMaxBytes));
   e.on_budget = b.String("embedding.on_budget", "evict", {"evict", "error"});
+  // Counted in steps (the tables' clock), below the clock's saturation at 2^32-2.
+  e.ttl_steps = b.Int("embedding.ttl_steps", 0, Range::Closed(0, 4294967293.0));
   e.num_shards = static_cast<int>(b.Int("embedding.shards", 64, Range::Closed(1, 65536)));
   if ((e.num_shards & (e.num_shards - 1)) != 0) {
     b.AddError("embedding.shards", std::to_string(e.num_shards) + " is not a power of two");

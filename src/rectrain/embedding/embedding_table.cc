@@ -38,8 +38,13 @@ constexpr int kMaxShards = 1 << 16;
 constexpr uint32_t kRowsPerBlock = 4096;
 constexpr char kMagic[8] = {'R', 'T', 'E', 'M', 'B', 'T', 'B', '1'};
 constexpr char kEndMagic[8] = {'R', 'T', 'E', 'M', 'B', 'E', 'N', 'D'};
-constexpr uint32_t kFormatVersion = 1;
+// Version 2 added the expiry counters to the header and the last-seen tick to pending records;
+// version 1 files still load (their pending ids count as seen at the file's clock).
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kOldestFormatVersion = 1;
 constexpr uint32_t kMaxOptimizerName = 64;
+// Expiry sweeps per ttl_steps: more sweeps cost more scans, fewer let entries outlive the ttl longer.
+constexpr uint32_t kSweepsPerTtl = 8;
 
 inline uint64_t RowId(const float* row) {
   uint64_t v;
@@ -71,12 +76,22 @@ inline void CopyRow(float* dst, const float* src, int dim) {
   }
 }
 
+// A not-yet-admitted id: its sightings so far and the tick of the last one (for ttl_steps).
+// Empty map slots are PendingId{} (count 0), which no stored entry equals.
+struct PendingId {
+  uint32_t count = 0;
+  uint32_t tick = 0;
+  friend bool operator==(const PendingId&, const PendingId&) = default;
+};
+static_assert(sizeof(FlatMap<PendingId>::Slot) == 16);
+
 struct Shard {
   Shard(int64_t stride_floats, int64_t first_block_rows) : slab(stride_floats, first_block_rows) {}
 
-  FlatMap<float*> index;     // admitted id -> row
-  FlatMap<uint32_t> pending;  // not-yet-admitted id -> sightings
+  FlatMap<float*> index;      // admitted id -> row
+  FlatMap<PendingId> pending;  // not-yet-admitted id -> sightings
   RowSlab slab;
+  std::vector<uint64_t> removed;  // ids whose rows were removed, while TrackRemovedIds(true)
 
   // Per-call state (reset at the start of each call that uses it).
   std::vector<float> oov_grad;
@@ -90,6 +105,8 @@ struct Shard {
   int64_t evictions = 0;
   int64_t oov_lookups = 0;
   int64_t pending_resets = 0;
+  int64_t expirations = 0;
+  int64_t pending_expirations = 0;
 };
 
 template <typename T>
@@ -106,6 +123,7 @@ struct CheckpointHeader {
   uint64_t pending_count = 0;
   uint32_t tick = 0;
   int64_t admissions = 0, evictions = 0, lookups = 0, oov_lookups = 0;
+  int64_t expirations = 0, pending_expirations = 0;  // version 2
   std::string optimizer;
 };
 
@@ -123,6 +141,8 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     evict_ = config.on_budget == "evict";
     oov_bytes_ = static_cast<int64_t>(dim_ + width_) * 4;
     if (budgeted_) shard_budget_ = (config.memory_budget_bytes - oov_bytes_) / config.num_shards;
+    ttl_ = static_cast<uint32_t>(config.ttl_steps);
+    sweep_every_ = std::max<uint32_t>(1, ttl_ / kSweepsPerTtl);
     const int64_t per_shard = ReserveRowsPerShard(config.expected_rows);
     for (int s = 0; s < config.num_shards; ++s) {
       shards_.push_back(std::make_unique<Shard>(stride_, std::max<int64_t>(per_shard, 64)));
@@ -160,6 +180,12 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
         shard_status_[s] = PullShard(static_cast<int>(s), ids, mode, out.data());
       }
     });
+    if (mode == PullMode::kTrain && ExpiryDue()) {
+      const ComputeContext sweep{rows_.load(std::memory_order_relaxed) >= kMinIdsForThreads ? compute.num_threads : 1};
+      ParallelForEach(sweep, config_.num_shards, 1, [&](int, int64_t begin, int64_t end) {
+        for (int64_t s = begin; s < end; ++s) ExpireShard(*shards_[s]);
+      });
+    }
     lookups_.fetch_add(n, std::memory_order_relaxed);
     return FinishCall();
   }
@@ -222,7 +248,26 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     s.oov_lookups = oov_lookups_.load(std::memory_order_relaxed);
     s.pending_ids = pending_ids_.load(std::memory_order_relaxed);
     s.pending_resets = pending_resets_.load(std::memory_order_relaxed);
+    s.expirations = expirations_.load(std::memory_order_relaxed);
+    s.pending_expirations = pending_expirations_.load(std::memory_order_relaxed);
     return s;
+  }
+
+  void TrackRemovedIds(bool on) override {
+    track_removed_ = on;
+    if (!on) {
+      for (auto& sh : shards_) std::vector<uint64_t>().swap(sh->removed);
+    }
+  }
+  std::vector<uint64_t> TakeRemovedIds() override {
+    std::vector<uint64_t> ids;
+    for (auto& sh : shards_) {
+      ids.insert(ids.end(), sh->removed.begin(), sh->removed.end());
+      sh->removed.clear();
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
   }
 
   Status Save(const std::string& path) const override;
@@ -373,14 +418,15 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   // nullptr while it is pending (it reads and trains the OOV row meanwhile).
   Result<float*> Admit(int s, Shard& sh, uint64_t id, uint64_t h) {
     if (config_.min_count > 1) {
-      uint32_t* count = sh.pending.FindMutable(id, h);
-      if (count == nullptr) {
+      PendingId* pending = sh.pending.FindMutable(id, h);
+      if (pending == nullptr) {
         RECTRAIN_RETURN_IF_ERROR(EnsurePendingRoom(s, sh));
-        sh.pending.Insert(id, h, 1);
+        sh.pending.Insert(id, h, PendingId{.count = 1, .tick = tick_});
         return static_cast<float*>(nullptr);
       }
-      if (*count + int64_t{1} < config_.min_count) {
-        ++*count;
+      if (pending->count + int64_t{1} < config_.min_count) {
+        ++pending->count;
+        pending->tick = tick_;
         return static_cast<float*>(nullptr);
       }
       sh.pending.Erase(id, h);
@@ -490,12 +536,37 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
         --ties;
       }
       if (t == tick_) sh.recycled = true;
-      const uint64_t id = RowId(row);
-      sh.index.Erase(id, Mix64(id));
-      SetRowTick(row, kFreeTick);
-      sh.slab.Free(row);
+      RemoveRow(sh, row);
       ++sh.evictions;
     });
+  }
+
+  void RemoveRow(Shard& sh, float* row) {
+    const uint64_t id = RowId(row);
+    sh.index.Erase(id, Mix64(id));
+    SetRowTick(row, kFreeTick);
+    sh.slab.Free(row);
+    if (track_removed_) sh.removed.push_back(id);
+  }
+
+  // Expiry sweeps run at every sweep_every_-th tick (ttl/8: an entry lives at most 1/8 of the
+  // ttl past it), so when they run depends only on the clock, which checkpoints keep.
+  bool ExpiryDue() const { return ttl_ > 0 && tick_ > ttl_ && tick_ < kMaxTick && tick_ % sweep_every_ == 0; }
+
+  // Removes the shard's rows and pending ids last pulled more than ttl_ ticks ago: one
+  // sequential scan of the slab (as EvictBatch) and one of the pending map.
+  void ExpireShard(Shard& sh) {
+    const uint32_t oldest_kept = tick_ - ttl_;
+    sh.slab.ForEachCarved([&](float* row) {
+      const uint32_t t = RowTick(row);
+      if (t == kFreeTick || t >= oldest_kept) return;
+      RemoveRow(sh, row);
+      ++sh.expirations;
+    });
+    if (sh.pending.size() > 0) {
+      sh.pending_expirations +=
+          sh.pending.EraseIf([oldest_kept](uint64_t, const PendingId& p) { return p.tick < oldest_kept; });
+    }
   }
 
   // Collects per-shard results after a parallel call; returns the first error in shard order.
@@ -511,7 +582,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
 
   void RefreshStats() {
     int64_t rows = 0, bytes = oov_bytes_, pending = 0;
-    int64_t admissions = 0, evictions = 0, oov = 0, resets = 0;
+    int64_t admissions = 0, evictions = 0, oov = 0, resets = 0, expirations = 0, pending_expirations = 0;
     for (auto& sh : shards_) {
       rows += sh->index.size();
       bytes += ShardBytes(*sh);
@@ -520,7 +591,9 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       evictions += sh->evictions;
       oov += sh->oov_lookups;
       resets += sh->pending_resets;
-      sh->admissions = sh->evictions = sh->oov_lookups = sh->pending_resets = 0;
+      expirations += sh->expirations;
+      pending_expirations += sh->pending_expirations;
+      ClearShardCounters(*sh);
     }
     rows_.store(rows, std::memory_order_relaxed);
     bytes_.store(bytes, std::memory_order_relaxed);
@@ -529,6 +602,13 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     evictions_.fetch_add(evictions, std::memory_order_relaxed);
     oov_lookups_.fetch_add(oov, std::memory_order_relaxed);
     pending_resets_.fetch_add(resets, std::memory_order_relaxed);
+    expirations_.fetch_add(expirations, std::memory_order_relaxed);
+    pending_expirations_.fetch_add(pending_expirations, std::memory_order_relaxed);
+  }
+
+  static void ClearShardCounters(Shard& sh) {
+    sh.admissions = sh.evictions = sh.oov_lookups = sh.pending_resets = 0;
+    sh.expirations = sh.pending_expirations = 0;
   }
 
   // Reads a checkpoint. With apply == false it only validates (every checksum, every count);
@@ -551,6 +631,9 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   std::vector<float> oov_;  // weights | state of the shared OOV row
   uint32_t oov_updates_ = 0;
   uint32_t tick_ = 0;  // incremented by every kTrain Pull; rows store it as last access
+  uint32_t ttl_ = 0;   // config_.ttl_steps (0: no expiry)
+  uint32_t sweep_every_ = 1;
+  bool track_removed_ = false;
 
   // Per-call scratch, reused across calls (never shrunk).
   std::vector<uint64_t> tmp_hash_;
@@ -562,7 +645,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   std::vector<Status> shard_status_;
 
   std::atomic<int64_t> rows_{0}, bytes_{0}, admissions_{0}, evictions_{0}, lookups_{0},
-      oov_lookups_{0}, pending_ids_{0}, pending_resets_{0};
+      oov_lookups_{0}, pending_ids_{0}, pending_resets_{0}, expirations_{0}, pending_expirations_{0};
 };
 
 Status ShardedEmbeddingTable::Save(const std::string& path) const {
@@ -587,6 +670,8 @@ Status ShardedEmbeddingTable::Save(const std::string& path) const {
   w->Put<int64_t>(evictions_.load());
   w->Put<int64_t>(lookups_.load());
   w->Put<int64_t>(oov_lookups_.load());
+  w->Put<int64_t>(expirations_.load());
+  w->Put<int64_t>(pending_expirations_.load());
   w->Write(opt_name.data(), opt_name.size());
   w->WriteCrc();
   // OOV row.
@@ -615,13 +700,14 @@ Status ShardedEmbeddingTable::Save(const std::string& path) const {
   left = pending_count;
   in_block = 0;
   for (const auto& sh : shards_) {
-    sh->pending.ForEach([&](uint64_t id, uint32_t count) {
+    sh->pending.ForEach([&](uint64_t id, const PendingId& p) {
       if (in_block == 0) {
         in_block = static_cast<uint32_t>(std::min<uint64_t>(left, kRowsPerBlock));
         w->Put<uint32_t>(in_block);
       }
       w->Put<uint64_t>(id);
-      w->Put<uint32_t>(count);
+      w->Put<uint32_t>(p.count);
+      w->Put<uint32_t>(p.tick);
       --left;
       if (--in_block == 0) w->WriteCrc();
     });
@@ -655,6 +741,10 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
   RECTRAIN_RETURN_IF_ERROR(r->Get(&h.evictions, "the header"));
   RECTRAIN_RETURN_IF_ERROR(r->Get(&h.lookups, "the header"));
   RECTRAIN_RETURN_IF_ERROR(r->Get(&h.oov_lookups, "the header"));
+  if (version >= 2 && version <= kFormatVersion) {  // version 2 added the expiry counters
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&h.expirations, "the header"));
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&h.pending_expirations, "the header"));
+  }
   if (name_len > kMaxOptimizerName) {
     return data_loss("optimizer name length " + Str(name_len) + " exceeds " +
                      Str(kMaxOptimizerName) + " (corrupt header)");
@@ -662,10 +752,10 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
   h.optimizer.resize(name_len);
   RECTRAIN_RETURN_IF_ERROR(r->Read(h.optimizer.data(), name_len, "the header"));
   RECTRAIN_RETURN_IF_ERROR(r->CheckCrc("the header"));
-  if (version != kFormatVersion) {
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
     return InvalidArgumentError("embedding checkpoint " + path + " has format version " +
-                                Str(version) + "; this build reads version " +
-                                Str(kFormatVersion));
+                                Str(version) + "; this build reads versions " +
+                                Str(kOldestFormatVersion) + " to " + Str(kFormatVersion));
   }
   if (h.dim != static_cast<uint32_t>(dim_)) {
     return InvalidArgumentError("embedding checkpoint " + path + " has dim " + Str(h.dim) +
@@ -694,6 +784,7 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
       sh->index.Clear();
       sh->pending.Clear();
       sh->slab.Reset();
+      sh->removed.clear();  // removals relative to contents that are gone
       if (per_shard > 0) sh->index.Reserve(per_shard);
     }
   } else if (apply) {
@@ -718,10 +809,6 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
     }
     return OkStatus();
   };
-  struct Pending {
-    uint64_t id;
-    uint32_t count;
-  };
   auto read_row = [&](const std::string& where) -> Status {
     uint64_t id = 0;
     uint32_t updates = 0, tick = 0;
@@ -740,18 +827,23 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
     return OkStatus();
   };
   auto read_pending = [&](const std::string& where) -> Status {
-    Pending p{};
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&p.id, where.c_str()));
+    uint64_t id = 0;
+    PendingId p{.count = 0, .tick = h.tick};  // version 1: seen at the file's clock
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&id, where.c_str()));
     RECTRAIN_RETURN_IF_ERROR(r->Get(&p.count, where.c_str()));
+    if (version >= 2) {
+      RECTRAIN_RETURN_IF_ERROR(r->Get(&p.tick, where.c_str()));
+    }
     if (p.count == 0) return data_loss(where + ": pending id with a count of 0");
     if (!apply || config_.min_count <= 1) return OkStatus();  // no admission counting here
-    if (options.keep && !options.keep(p.id)) return OkStatus();
-    const uint64_t hash = Mix64(p.id);
+    if (options.keep && !options.keep(id)) return OkStatus();
+    const uint64_t hash = Mix64(id);
     const int s = ShardOf(hash);
     Shard& sh = *shards_[s];
-    if (sh.pending.Find(p.id, hash) != 0) return data_loss("pending id " + Str(p.id) + " appears twice");
+    if (sh.pending.Find(id, hash).count != 0) return data_loss("pending id " + Str(id) + " appears twice");
     RECTRAIN_RETURN_IF_ERROR(EnsurePendingRoom(s, sh));
-    sh.pending.Insert(p.id, hash, p.count);
+    p.tick = std::min(p.tick, kMaxTick);
+    sh.pending.Insert(id, hash, p);
     return OkStatus();
   };
   if (Status st = read_blocks(h.row_count, "rows", read_row); !st.ok()) return st;
@@ -763,18 +855,22 @@ Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply
   }
   RECTRAIN_RETURN_IF_ERROR(r->ExpectEnd());
   if (apply) {
-    for (auto& sh : shards_) sh->admissions = sh->evictions = sh->oov_lookups = sh->pending_resets = 0;
+    for (auto& sh : shards_) ClearShardCounters(*sh);
     if (!options.merge) {
       admissions_.store(0);
       evictions_.store(0);
       lookups_.store(0);
       oov_lookups_.store(0);
+      expirations_.store(0);
+      pending_expirations_.store(0);
     }
     if (options.counters) {
       admissions_.fetch_add(h.admissions);
       evictions_.fetch_add(h.evictions);
       lookups_.fetch_add(h.lookups);
       oov_lookups_.fetch_add(h.oov_lookups);
+      expirations_.fetch_add(h.expirations);
+      pending_expirations_.fetch_add(h.pending_expirations);
     }
     RefreshStats();
   }
@@ -820,6 +916,10 @@ Result<std::unique_ptr<EmbeddingTable>> MakeEmbeddingTable(const EmbeddingTableC
   if (config.on_budget != "evict" && config.on_budget != "error") {
     return InvalidArgumentError(where + "embedding.on_budget is '" + config.on_budget +
                                 "'; valid values: evict, error");
+  }
+  if (config.ttl_steps < 0 || config.ttl_steps >= kMaxTick) {
+    return InvalidArgumentError(where + "embedding.ttl_steps must be in [0, " + Str(kMaxTick - 1) +
+                                "] (0 = no expiry), got " + Str(config.ttl_steps));
   }
   if (config.expected_rows < 0) {
     return InvalidArgumentError(where + "embedding.expected_rows must be >= 0, got " +

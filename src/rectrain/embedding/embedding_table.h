@@ -31,6 +31,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rectrain/base/parallel.h"
 #include "rectrain/base/result.h"
@@ -57,6 +58,11 @@ struct EmbeddingTableConfig {
   int num_shards = 64;                // power of two
   uint64_t seed = 42;                 // row i's init depends only on (seed, id): reproducible
   int64_t expected_rows = 0;          // capacity hint (avoids rehash cost)
+  // Time-to-live, in kTrain Pulls (training steps): a row or pending id not pulled in kTrain for
+  // more than ttl_steps Pulls is removed (it reads the OOV row again, and starts over when seen
+  // again). 0 = never. The clock is the data's step count, never wall time, so a run and its
+  // resume expire the same ids at the same step; see docs/embedding.md "Expiry".
+  int64_t ttl_steps = 0;
 };
 
 enum class PullMode : uint8_t {
@@ -73,6 +79,8 @@ struct TableStats {
   int64_t oov_lookups = 0;      // ids that read the OOV row
   int64_t pending_ids = 0;      // ids seen but not yet admitted (counting toward min_count)
   int64_t pending_resets = 0;   // times a shard dropped its pending counts to stay in budget
+  int64_t expirations = 0;      // rows removed by ttl_steps
+  int64_t pending_expirations = 0;  // pending ids removed by ttl_steps (their counts forgotten)
 };
 
 // How Load() reads a checkpoint file (a whole table, or one part of a table sharded over ranks).
@@ -142,6 +150,14 @@ class EmbeddingTable : public TableReader {
   using RowVisitor = std::function<void(uint64_t id, uint32_t updates, std::span<const float> weights)>;
   [[nodiscard]] virtual Status ForEachRow(const RowVisitor& fn) const = 0;
   virtual std::span<const float> OovWeights() const = 0;
+
+  // The ids whose rows were removed (evicted for the budget or expired by ttl_steps) since the
+  // previous call, ascending; what an incremental checkpoint or a serving delta carries as
+  // removed ids. Only recorded while TrackRemovedIds(true); the list is not saved in checkpoints
+  // (take it at every checkpoint). An id removed, seen again and removed again appears once.
+  // Memory: 8 bytes per removal between two calls, not counted in Stats().bytes or the budget.
+  virtual void TrackRemovedIds(bool on) = 0;
+  virtual std::vector<uint64_t> TakeRemovedIds() = 0;
 
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:
   // docs/formats/checkpoint-embedding.md), atomically (temp file + rename) with a checksum.

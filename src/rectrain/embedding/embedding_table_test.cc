@@ -77,14 +77,21 @@ class ReferenceTable {
   struct Row {
     std::vector<float> w, s;
     int64_t updates = 0;
+    int64_t last = 0;  // tick of the last kTrain pull
+  };
+  struct Count {
+    int64_t n = 0;
+    int64_t last = 0;
   };
   // Returns per id whether it read the OOV row.
   std::vector<bool> Pull(const std::vector<uint64_t>& ids, PullMode mode, std::vector<float>* out) {
     out->assign(ids.size() * c_.dim, 0.0f);
     std::vector<bool> oov(ids.size());
+    const bool train = mode == PullMode::kTrain;
+    if (train) ++tick_;
     for (size_t i = 0; i < ids.size(); ++i) {
       auto it = rows_.find(ids[i]);
-      if (it == rows_.end() && mode == PullMode::kTrain && ++counts_[ids[i]] >= c_.min_count) {
+      if (it == rows_.end() && train && Sighted(ids[i]) >= c_.min_count) {
         counts_.erase(ids[i]);
         Row r;
         r.w.resize(c_.dim);
@@ -93,11 +100,25 @@ class ReferenceTable {
         opt_->InitState(r.w, r.s);
         it = rows_.emplace(ids[i], std::move(r)).first;
       }
+      if (it != rows_.end() && train) it->second.last = tick_;
       const std::vector<float>& src = it == rows_.end() ? oov_ : it->second.w;
       oov[i] = it == rows_.end();
       std::copy(src.begin(), src.end(), out->begin() + i * c_.dim);
     }
+    if (train) Expire();
     return oov;
+  }
+  int64_t Sighted(uint64_t id) {
+    Count& count = counts_[id];
+    count.last = tick_;
+    return ++count.n;
+  }
+  // ttl_steps: entries last pulled more than ttl ticks ago go, checked every max(1, ttl/8) ticks.
+  void Expire() {
+    const int64_t ttl = c_.ttl_steps;
+    if (ttl == 0 || tick_ <= ttl || tick_ % std::max<int64_t>(1, ttl / 8) != 0) return;
+    expirations_ += std::erase_if(rows_, [&](const auto& kv) { return tick_ - kv.second.last > ttl; });
+    pending_expirations_ += std::erase_if(counts_, [&](const auto& kv) { return tick_ - kv.second.last > ttl; });
   }
   void Push(const std::vector<uint64_t>& ids, const std::vector<float>& g, int64_t step, float lr) {
     std::vector<double> oov_sum(c_.dim, 0.0);
@@ -120,6 +141,8 @@ class ReferenceTable {
   }
   size_t rows() const { return rows_.size(); }
   size_t pending() const { return counts_.size(); }
+  int64_t expirations() const { return expirations_; }
+  int64_t pending_expirations() const { return pending_expirations_; }
 
  private:
   EmbeddingTableConfig c_;
@@ -127,14 +150,17 @@ class ReferenceTable {
   std::unique_ptr<optim::SparseOptimizer> opt_;
   int width_;
   std::unordered_map<uint64_t, Row> rows_;
-  std::unordered_map<uint64_t, int64_t> counts_;
+  std::unordered_map<uint64_t, Count> counts_;
   std::vector<float> oov_, oov_state_;
   int64_t oov_updates_ = 0;
+  int64_t tick_ = 0;
+  int64_t expirations_ = 0, pending_expirations_ = 0;
 };
 
 struct RefCase {
   std::string optimizer;
   int64_t min_count;
+  int64_t ttl_steps = 0;
 };
 
 class ReferenceModelTest : public ::testing::TestWithParam<RefCase> {};
@@ -146,6 +172,7 @@ TEST_P(ReferenceModelTest, MatchesMapOverRandomStreams) {
   c.optimizer.type = GetParam().optimizer;
   c.optimizer.l2 = 0.01f;
   c.min_count = GetParam().min_count;
+  c.ttl_steps = GetParam().ttl_steps;
   auto table = MustMake(c);
   const std::vector<float> oov0 = PullVec(*table, {999999999}, PullMode::kEval);
   ReferenceTable ref(c, oov0);
@@ -172,17 +199,27 @@ TEST_P(ReferenceModelTest, MatchesMapOverRandomStreams) {
     const TableStats s = table->Stats();
     ASSERT_EQ(s.rows, static_cast<int64_t>(ref.rows()));
     ASSERT_EQ(s.pending_ids, static_cast<int64_t>(ref.pending()));
+    ASSERT_EQ(s.expirations, ref.expirations());
+    ASSERT_EQ(s.pending_expirations, ref.pending_expirations());
   }
   EXPECT_GT(ref.rows(), 100u);
+  if (c.ttl_steps > 0) {
+    EXPECT_GT(ref.expirations(), 100);
+  }
+  if (c.ttl_steps > 0 && c.min_count > 1) {
+    EXPECT_GT(ref.pending_expirations(), 100);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, ReferenceModelTest,
                          ::testing::Values(RefCase{"sgd", 1}, RefCase{"adagrad", 1},
                                            RefCase{"adam", 1}, RefCase{"ftrl", 1},
-                                           RefCase{"adagrad", 3}, RefCase{"adam", 2}),
+                                           RefCase{"adagrad", 3}, RefCase{"adam", 2},
+                                           RefCase{"adagrad", 1, 5}, RefCase{"adam", 2, 16}),
                          [](const auto& test_info) {
                            return test_info.param.optimizer + "_min_count" +
-                                  std::to_string(test_info.param.min_count);
+                                  std::to_string(test_info.param.min_count) +
+                                  (test_info.param.ttl_steps > 0 ? "_ttl" + std::to_string(test_info.param.ttl_steps) : "");
                          });
 
 TEST(EmbeddingTableTest, AdmissionThreshold) {
@@ -475,6 +512,10 @@ TEST(EmbeddingTableTest, ConfigErrors) {
   c.min_count = 0;
   EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
             "embedding table 'emb': embedding.min_count must be in [1, 2^32-1], got 0");
+  c = {};
+  c.ttl_steps = -1;
+  EXPECT_EQ(MakeEmbeddingTable(c).status().message(),
+            "embedding table 'emb': embedding.ttl_steps must be in [0, 4294967293] (0 = no expiry), got -1");
 }
 
 TEST(EmbeddingTableTest, SizeMismatch) {
@@ -648,7 +689,7 @@ TEST(EmbeddingCheckpointTest, SaveIsAtomicAndLeavesNoTempFiles) {
 }
 
 // Pull/Push with 2 threads give bit-identical results to 1 thread (batches big enough to use
-// the pool), including eviction and admission.
+// the pool), including eviction, admission and expiry.
 TEST(EmbeddingTableTest, ThreadCountDoesNotChangeResults) {
   std::vector<float> results[2];
   TableStats stats[2];
@@ -659,6 +700,7 @@ TEST(EmbeddingTableTest, ThreadCountDoesNotChangeResults) {
     c.min_count = 2;
     c.memory_budget_bytes = 2 << 20;
     c.optimizer.type = "adam";
+    c.ttl_steps = 4;
     auto t = MustMake(c);
     Rng rng(21);
     std::vector<float> all;
@@ -673,6 +715,9 @@ TEST(EmbeddingTableTest, ThreadCountDoesNotChangeResults) {
   }
   EXPECT_GT(stats[0].evictions, 0);
   EXPECT_EQ(stats[0].evictions, stats[1].evictions);
+  EXPECT_GT(stats[0].expirations, 0);
+  EXPECT_EQ(stats[0].expirations, stats[1].expirations);
+  EXPECT_EQ(stats[0].pending_expirations, stats[1].pending_expirations);
   EXPECT_EQ(stats[0].rows, stats[1].rows);
   EXPECT_TRUE(results[0] == results[1]);
 }
@@ -762,6 +807,156 @@ TEST(EmbeddingCheckpointTest, PartsMergeAndFilterIntoAnyOwnerCount) {
   EXPECT_EQ(rows, whole->Stats().rows);
   for (const auto& p : parts) std::filesystem::remove(p);
   std::filesystem::remove(full);
+}
+
+// ttl_steps: an id not pulled in kTrain for more than ttl_steps Pulls loses its row (and a
+// pending id its count); eval Pulls do not keep it alive; seen again, it starts over from its
+// initial values; the removed ids are reported once, ascending, with those evicted.
+TEST(EmbeddingTableTest, ExpiryRemovesIdsNotPulledForTtlSteps) {
+  for (int shards : {1, 8}) {
+    EmbeddingTableConfig c;
+    c.dim = 2;
+    c.num_shards = shards;
+    c.ttl_steps = 4;  // sweeps every Pull (ttl / 8 < 1)
+    auto t = MustMake(c);
+    t->TrackRemovedIds(true);
+    const std::vector<float> oov = PullVec(*t, {999}, PullMode::kEval);
+    const std::vector<float> fresh_b = PullVec(*t, {20}, PullMode::kTrain);  // tick 1: hot id 10 not yet
+    PushVec(*t, {20}, {1.0f, -1.0f}, 0);
+    const std::vector<float> trained_b = PullVec(*t, {20}, PullMode::kEval);
+    ASSERT_NE(trained_b, fresh_b);
+    for (int tick = 2; tick <= 5; ++tick) PullVec(*t, {10}, PullMode::kTrain);
+    EXPECT_EQ(PullVec(*t, {20}, PullMode::kEval), trained_b) << shards << " shards: age 4 is kept";
+    EXPECT_EQ(t->Stats().expirations, 0);
+    PullVec(*t, {10}, PullMode::kTrain);  // tick 6: id 20 was last pulled 5 ticks ago
+    TableStats s = t->Stats();
+    EXPECT_EQ(s.expirations, 1) << shards;
+    EXPECT_EQ(s.rows, 1);
+    EXPECT_EQ(PullVec(*t, {20}, PullMode::kEval), oov);
+    EXPECT_EQ(t->TakeRemovedIds(), std::vector<uint64_t>{20});
+    EXPECT_TRUE(t->TakeRemovedIds().empty());
+    EXPECT_EQ(PullVec(*t, {20}, PullMode::kTrain), fresh_b);  // starts over
+    EXPECT_EQ(t->Stats().admissions, 3);
+  }
+  // Pending ids expire too: their sightings are forgotten.
+  EmbeddingTableConfig c;
+  c.dim = 2;
+  c.min_count = 2;
+  c.ttl_steps = 2;
+  auto t = MustMake(c);
+  PullVec(*t, {7}, PullMode::kTrain);
+  for (int tick = 2; tick <= 4; ++tick) PullVec(*t, {8, 9}, PullMode::kTrain);
+  TableStats s = t->Stats();
+  EXPECT_EQ(s.pending_expirations, 1);
+  EXPECT_EQ(s.rows, 2);
+  PullVec(*t, {7}, PullMode::kTrain);  // sighting 1 again, not 2
+  EXPECT_EQ(t->Stats().rows, 2);
+  PullVec(*t, {7}, PullMode::kTrain);
+  EXPECT_EQ(t->Stats().rows, 3);
+}
+
+// Removed ids include rows evicted for the budget; nothing is recorded unless asked for.
+TEST(EmbeddingTableTest, RemovedIdsIncludeEvictions) {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.num_shards = 1;
+  c.memory_budget_bytes = 8192;
+  auto t = MustMake(c);
+  std::vector<uint64_t> ids(200);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+  PullVec(*t, ids, PullMode::kTrain);
+  ASSERT_GT(t->Stats().evictions, 0);
+  EXPECT_TRUE(t->TakeRemovedIds().empty());
+  t->TrackRemovedIds(true);
+  const int64_t before = t->Stats().evictions;
+  for (auto& id : ids) id += 1000;
+  PullVec(*t, ids, PullMode::kTrain);
+  const std::vector<uint64_t> removed = t->TakeRemovedIds();
+  EXPECT_EQ(static_cast<int64_t>(removed.size()), t->Stats().evictions - before);
+  EXPECT_TRUE(std::is_sorted(removed.begin(), removed.end()));
+}
+
+// A run with expiry (and admission) saved at step k and resumed from the file ends bit-identical
+// to the uninterrupted run: rows, OOV row, pending counts and every counter.
+TEST(EmbeddingCheckpointTest, ResumeWithExpiryIsBitIdentical) {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.num_shards = 8;
+  c.min_count = 2;
+  c.ttl_steps = 6;
+  c.optimizer.type = "adam";
+  auto steps = [](EmbeddingTable& t, int from, int to) {
+    for (int step = from; step < to; ++step) {
+      Rng rng(500 + static_cast<uint64_t>(step));
+      const std::vector<uint64_t> ids = RandomBatch(rng, 150, 2000);
+      PullVec(t, ids, PullMode::kTrain);
+      PushVec(t, ids, RandomGrads(rng, ids.size() * 4), step);
+    }
+  };
+  auto whole = MustMake(c);
+  steps(*whole, 0, 13);  // the save lands between two sweeps, with pending ids half-way
+  const std::string path = TempPath("ttl_resume");
+  ASSERT_TRUE(whole->Save(path).ok());
+  steps(*whole, 13, 40);
+  auto resumed = MustMake(c);
+  ASSERT_TRUE(resumed->Load(path).ok());
+  steps(*resumed, 13, 40);
+  std::vector<uint64_t> all;
+  for (uint64_t i = 0; i < 2000; ++i) all.push_back(i * 7919 + 13);
+  EXPECT_EQ(PullVec(*resumed, all, PullMode::kEval), PullVec(*whole, all, PullMode::kEval));
+  const TableStats a = whole->Stats(), b = resumed->Stats();
+  EXPECT_GT(a.expirations, 0);
+  EXPECT_GT(a.pending_expirations, 0);
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.pending_ids, b.pending_ids);
+  EXPECT_EQ(a.expirations, b.expirations);
+  EXPECT_EQ(a.pending_expirations, b.pending_expirations);
+  EXPECT_EQ(a.admissions, b.admissions);
+  std::remove(path.c_str());
+}
+
+// tests/golden/embedding/v1_adagrad_dim2.emb was written by the version-1 writer from the steps
+// below (dim 2, 4 shards, min_count 2, adagrad): it loads with every row and pending count, its
+// pending ids count as seen at the file's clock, and it saves again as the current version.
+TEST(EmbeddingCheckpointTest, LoadsVersion1Files) {
+  EmbeddingTableConfig c;
+  c.dim = 2;
+  c.num_shards = 4;
+  c.min_count = 2;
+  c.optimizer.type = "adagrad";
+  c.ttl_steps = 2;
+  auto same = MustMake(c);
+  std::vector<uint64_t> all;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < 6; ++i) ids.push_back(i * 2 + static_cast<uint64_t>(step));
+    std::vector<float> g(ids.size() * 2);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = 0.25f * static_cast<float>(i % 5) - 0.5f;
+    PullVec(*same, ids, PullMode::kTrain);
+    PushVec(*same, ids, g, step, 0.1f);
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  auto loaded = MustMake(c);
+  const Status st = loaded->Load(std::string(RECTRAIN_GOLDEN_DIR) + "/embedding/v1_adagrad_dim2.emb");
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(loaded->Stats().rows, 5);
+  EXPECT_EQ(loaded->Stats().pending_ids, 8);
+  EXPECT_EQ(PullVec(*loaded, all, PullMode::kEval), PullVec(*same, all, PullMode::kEval));
+  // The file's clock is 3: ids 0 and 1 (last seen at ticks 1 and 2) are not yet expired when
+  // loaded, and at tick 6 every id not pulled since has gone from both tables alike.
+  for (int tick = 4; tick <= 6; ++tick) {
+    PullVec(*same, {12}, PullMode::kTrain);
+    PullVec(*loaded, {12}, PullMode::kTrain);
+  }
+  EXPECT_EQ(loaded->Stats().rows, same->Stats().rows);
+  EXPECT_EQ(loaded->Stats().pending_ids, 0);
+  EXPECT_EQ(same->Stats().pending_ids, 0);
+  const std::string path = TempPath("v1_resaved");
+  ASSERT_TRUE(loaded->Save(path).ok());
+  auto reloaded = MustMake(c);
+  ASSERT_TRUE(reloaded->Load(path).ok());
+  EXPECT_EQ(PullVec(*reloaded, all, PullMode::kEval), PullVec(*loaded, all, PullMode::kEval));
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -165,7 +165,7 @@ nn::ModelSpec Spec() {
   return spec;
 }
 
-std::vector<std::unique_ptr<embedding::EmbeddingTable>> MakeTables(int64_t min_count) {
+std::vector<std::unique_ptr<embedding::EmbeddingTable>> MakeTables(int64_t min_count, int64_t ttl_steps = 0) {
   std::vector<std::unique_ptr<embedding::EmbeddingTable>> out;
   for (int t = 0; t < 2; ++t) {
     embedding::EmbeddingTableConfig c;
@@ -173,6 +173,7 @@ std::vector<std::unique_ptr<embedding::EmbeddingTable>> MakeTables(int64_t min_c
     c.dim = t == 0 ? 4 : 3;
     c.optimizer.type = "adagrad";
     c.min_count = min_count;
+    c.ttl_steps = ttl_steps;
     c.num_shards = 8;
     c.seed = 99 + t;
     out.push_back(std::move(*embedding::MakeEmbeddingTable(c)));
@@ -244,14 +245,16 @@ std::map<uint64_t, std::vector<float>> RowsOf(EmbeddingStore& store, const data:
   return out;
 }
 
-class ShardedStoreTest : public ::testing::TestWithParam<std::tuple<int, int64_t>> {};
+// (world, min_count, ttl_steps): expiry runs on every rank's clock, which advances once a step on
+// every rank, so the owners expire exactly the rows one process would.
+class ShardedStoreTest : public ::testing::TestWithParam<std::tuple<int, int64_t, int64_t>> {};
 
 TEST_P(ShardedStoreTest, TrainsTheSameRowsAsOneProcess) {
-  const auto [world, min_count] = GetParam();
+  const auto [world, min_count, ttl_steps] = GetParam();
   const int steps = 6;
   const int64_t rows = 97;
   // The single-process reference.
-  auto ref_tables = MakeTables(min_count);
+  auto ref_tables = MakeTables(min_count, ttl_steps);
   auto ref = MakeLocalStore(Spec(), Raw(ref_tables));
   for (int s = 0; s < steps; ++s) {
     const data::Batch b = GlobalBatch(s, rows);
@@ -260,14 +263,20 @@ TEST_P(ShardedStoreTest, TrainsTheSameRowsAsOneProcess) {
     ASSERT_TRUE(ref->Push({.step = s, .learning_rate = 0.1f}, ComputeContext{}).ok());
   }
   const int64_t ref_served = ref->stats().ids_served;
+  int64_t ref_expired = 0;
+  for (const auto& t : ref_tables) ref_expired += t->Stats().expirations;
+  if (ttl_steps > 0) {
+    ASSERT_GT(ref_expired, 0);
+  }
   const data::Batch probe = GlobalBatch(0, 400);  // covers most ids
   const auto want = RowsOf(*ref, probe);
   ASSERT_FALSE(want.empty());
 
   std::vector<std::map<uint64_t, std::vector<float>>> got(static_cast<size_t>(world));
   std::vector<StoreStats> stats(static_cast<size_t>(world));
-  std::vector<Status> st = dist::RunRanks(world, [&, min_count = min_count, world = world](dist::Communicator& comm) -> Status {
-    auto tables = MakeTables(min_count);
+  std::vector<int64_t> expired(static_cast<size_t>(world));
+  std::vector<Status> st = dist::RunRanks(world, [&, min_count = min_count, ttl_steps = ttl_steps, world = world](dist::Communicator& comm) -> Status {
+    auto tables = MakeTables(min_count, ttl_steps);
     auto store = MakeShardedStore(Spec(), Raw(tables), &comm);
     for (int s = 0; s < steps; ++s) {
       const data::Batch global = GlobalBatch(s, rows);
@@ -282,6 +291,7 @@ TEST_P(ShardedStoreTest, TrainsTheSameRowsAsOneProcess) {
     for (const auto& t : tables) {
       const int64_t rows_here = t->Stats().rows;
       if (world > 1 && rows_here == 0) return InternalError("rank owns no rows");
+      expired[static_cast<size_t>(comm.rank())] += t->Stats().expirations;
     }
     stats[static_cast<size_t>(comm.rank())] = store->stats();
     // Every rank reads every row (and the OOV row) through the store, like the reference.
@@ -308,13 +318,18 @@ TEST_P(ShardedStoreTest, TrainsTheSameRowsAsOneProcess) {
   int64_t served = 0;
   for (const auto& s : stats) served += s.ids_served;
   EXPECT_EQ(served, ref_served);
+  int64_t expired_total = 0;
+  for (int64_t e : expired) expired_total += e;
+  EXPECT_EQ(expired_total, ref_expired);
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, ShardedStoreTest,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Values(int64_t{1}, int64_t{2})),
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Values(int64_t{1}, int64_t{2}),
+                                            ::testing::Values(int64_t{0}, int64_t{2})),
                          [](const auto& param_info) {
                            return "world" + std::to_string(std::get<0>(param_info.param)) + "_min_count" +
-                                  std::to_string(std::get<1>(param_info.param));
+                                  std::to_string(std::get<1>(param_info.param)) + "_ttl" +
+                                  std::to_string(std::get<2>(param_info.param));
                          });
 
 // Each step sends, per rank: the unique ids to their owners (8 bytes each, plus one count per

@@ -40,6 +40,8 @@ class FakeTable : public embedding::EmbeddingTable {
   embedding::TableStats Stats() const override { return {}; }
   Status ForEachRow(const RowVisitor&) const override { return OkStatus(); }
   std::span<const float> OovWeights() const override { return {}; }
+  void TrackRemovedIds(bool) override {}
+  std::vector<uint64_t> TakeRemovedIds() override { return {}; }  // never removes a row
   Status Save(const std::string& path) const override {
     std::ofstream out(path);
     out << config_.name << " " << saved_value;

@@ -24,6 +24,7 @@ struct TableSummary {
   int64_t evictions = 0;
   int64_t lookups = 0;
   int64_t oov_lookups = 0;
+  int64_t expirations = 0;  // rows removed by embedding.ttl_steps
   // The memory budget of the ranks that hold its rows (embedding.memory_budget times the owner
   // ranks; 0 = unlimited), comparable with `bytes`, and embedding.on_budget (evict | error).
   int64_t budget_bytes = 0;

@@ -320,6 +320,8 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
         ts.bytes = g("rectrain_embedding_bytes", "Memory accounted to the embedding table.");
         ts.admissions = c("rectrain_embedding_admissions_total", "Ids that got their own row.");
         ts.evictions = c("rectrain_embedding_evictions_total", "Rows evicted for the memory budget.");
+        ts.expirations = c("rectrain_embedding_expirations_total",
+                           "Rows removed because they were not pulled for embedding.ttl_steps steps.");
         ts.lookups = c("rectrain_embedding_lookups_total", "Ids looked up (training and evaluation).");
         ts.oov_lookups = c("rectrain_embedding_oov_lookups_total", "Lookups that read the OOV row.");
         ts.oov_ratio = g("rectrain_embedding_oov_ratio", "oov_lookups / lookups since the start.");
@@ -340,6 +342,7 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
       if (ts.budget) ts.budget->Set(static_cast<double>(t.budget_bytes));
       if (ts.admissions) ts.admissions->SetTotal(static_cast<double>(t.admissions));
       if (ts.evictions) ts.evictions->SetTotal(static_cast<double>(t.evictions));
+      if (ts.expirations) ts.expirations->SetTotal(static_cast<double>(t.expirations));
       if (ts.lookups) ts.lookups->SetTotal(static_cast<double>(t.lookups));
       if (ts.oov_lookups) ts.oov_lookups->SetTotal(static_cast<double>(t.oov_lookups));
       if (ts.oov_ratio) {

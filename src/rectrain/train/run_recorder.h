@@ -133,6 +133,7 @@ class RunRecorder : public TrainObserver {
     http::Gauge* budget = nullptr;
     http::Counter* admissions = nullptr;
     http::Counter* evictions = nullptr;
+    http::Counter* expirations = nullptr;
     http::Counter* lookups = nullptr;
     http::Counter* oov_lookups = nullptr;
     http::Gauge* oov_ratio = nullptr;

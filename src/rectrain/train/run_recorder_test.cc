@@ -76,7 +76,7 @@ TEST_F(RunRecorderTest, RecordsAFinishedRun) {
   p.train_auc = 0.7;
   p.samples_per_sec = 1234;
   p.learning_rate = 0.001;
-  p.tables = {TableSummary{"C1", 8, 50, 4096, 50, 3, 1000, 10, 8192, "error"}};
+  p.tables = {TableSummary{"C1", 8, 50, 4096, 50, 3, 1000, 10, 4, 8192, "error"}};
   p.log_line = false;  // Prometheus only
   (*rec)->OnProgress(p);
   p.step = 20;
@@ -140,6 +140,8 @@ TEST_F(RunRecorderTest, RecordsAFinishedRun) {
   EXPECT_NE(text.find("rectrain_data_rows_rejected_total{" + run + "} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rectrain_embedding_rows{" + run + ",table=\"C1\"} 50\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rectrain_embedding_oov_ratio{" + run + ",table=\"C1\"} 0.01\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rectrain_embedding_expirations_total{" + run + ",table=\"C1\"} 4\n"), std::string::npos)
       << text;
   // The budget the alert rules compare rectrain_embedding_bytes with (deploy/prometheus/alerts.yml).
   EXPECT_NE(text.find("rectrain_embedding_budget_bytes{on_budget=\"error\"," + run + ",table=\"C1\"} 8192\n"),

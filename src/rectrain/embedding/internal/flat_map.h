@@ -88,6 +88,21 @@ class FlatMap {
     --size_;
     return true;
   }
+  // Removes every entry for which pred(key, value) is true; returns how many. pred may be called
+  // more than once for an entry (a backward shift can move one into a slot already visited), so
+  // it must not have side effects that count calls.
+  template <typename P>
+  int64_t EraseIf(P&& pred) {
+    int64_t erased = 0;
+    for (uint64_t i = 0; i <= mask_; ++i) {
+      // The erase shifts a later entry of the chain into slot i: look at slot i again.
+      while (!(slots_[i].value == V{}) && pred(slots_[i].key, slots_[i].value)) {
+        Erase(slots_[i].key, Mix64(slots_[i].key));
+        ++erased;
+      }
+    }
+    return erased;
+  }
   void Grow() { Rehash(capacity() * 2); }
   // Grows (never shrinks) to hold n entries.
   void Reserve(int64_t n) {

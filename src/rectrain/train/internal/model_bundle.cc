@@ -92,7 +92,7 @@ std::vector<TableSummary> LocalTableSummaries(const ModelBundle& b) {
   for (const auto* t : b.tables) {
     const embedding::TableStats s = t->Stats();
     out.push_back({t->config().name, t->dim(), s.rows, s.bytes, s.admissions, s.evictions, s.lookups, s.oov_lookups,
-                   t->config().memory_budget_bytes * b.owners.count, t->config().on_budget});
+                   s.expirations, t->config().memory_budget_bytes * b.owners.count, t->config().on_budget});
   }
   return out;
 }
@@ -101,16 +101,19 @@ Result<std::vector<TableSummary>> SummarizeTables(const ModelBundle& b, const Jo
   std::vector<TableSummary> out = LocalTableSummaries(b);
   if (!job.distributed()) return out;
   std::vector<int64_t> v;
-  for (const auto& t : out) v.insert(v.end(), {t.rows, t.bytes, t.admissions, t.evictions, t.lookups, t.oov_lookups});
+  for (const auto& t : out) {
+    v.insert(v.end(), {t.rows, t.bytes, t.admissions, t.evictions, t.lookups, t.oov_lookups, t.expirations});
+  }
   RECTRAIN_RETURN_IF_ERROR(job.comm->AllReduce(std::span<int64_t>(v), dist::ReduceOp::kSum));
   for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t* x = v.data() + 6 * i;
+    const int64_t* x = v.data() + 7 * i;
     out[i].rows = x[0];
     out[i].bytes = x[1];
     out[i].admissions = x[2];
     out[i].evictions = x[3];
     out[i].lookups = x[4];
     out[i].oov_lookups = x[5];
+    out[i].expirations = x[6];
   }
   return out;
 }
