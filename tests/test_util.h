@@ -55,10 +55,10 @@ inline std::string Generate(const std::string& dir, const std::string& name, int
 // pending ids sorted by id, so two tables with equal contents compare equal whatever their
 // slot order. Empty on a malformed file.
 struct CanonicalTable {
-  std::string header;  // bytes [8, 80): version, dim, width, counts, tick, counters
+  std::string header;  // the header's bytes from the version to the name: dims, counts, tick, counters
   std::string oov;
   std::vector<std::pair<uint64_t, std::string>> rows;     // id -> (updates, tick, payload)
-  std::vector<std::pair<uint64_t, uint32_t>> pending;
+  std::vector<std::pair<uint64_t, std::string>> pending;  // id -> (sightings, tick in version 2)
   bool ok = false;
   bool operator==(const CanonicalTable& o) const {
     return ok && o.ok && header == o.header && oov == o.oov && rows == o.rows && pending == o.pending;
@@ -73,8 +73,10 @@ inline CanonicalTable ReadCanonicalTable(const std::string& path) {
   auto u64 = [&](size_t off) { uint64_t v; std::memcpy(&v, d.data() + off, 8); return v; };
   const uint32_t dim = u32(12), width = u32(16), name_len = u32(20);
   const uint64_t row_count = u64(24), pending_count = u64(32);
-  t.header = d.substr(8, 72) + d.substr(80, name_len);
-  size_t pos = 80 + name_len + 4;
+  // Version 2 added two counters to the header and a tick to pending records.
+  const size_t name_at = u32(8) >= 2 ? 96 : 80, pending_bytes = u32(8) >= 2 ? 16 : 12;
+  t.header = d.substr(8, name_at - 8 + name_len);
+  size_t pos = name_at + name_len + 4;
   const size_t payload = 4 * (dim + width);
   t.oov = d.substr(pos, 4 + payload);
   pos += 4 + payload + 4;
@@ -92,8 +94,8 @@ inline CanonicalTable ReadCanonicalTable(const std::string& path) {
     const uint32_t n = u32(pos);
     pos += 4;
     for (uint32_t i = 0; i < n; ++i) {
-      t.pending.emplace_back(u64(pos), u32(pos + 8));
-      pos += 12;
+      t.pending.emplace_back(u64(pos), d.substr(pos + 8, pending_bytes - 8));
+      pos += pending_bytes;
     }
     pos += 4;
     left -= n;

@@ -140,6 +140,31 @@ TEST_F(TrainIntegration, ResumeEqualsUninterruptedRun) {
   ExpectSameModel(full, part);
 }
 
+// With expiry (embedding.ttl_steps) and admission, a run stopped and resumed twice ends with
+// the uninterrupted run's model: the checkpoints carry every row's and pending id's last step.
+TEST_F(TrainIntegration, ResumeWithExpiryEqualsUninterruptedRun) {
+  const std::string full = *dir_ + "/ttl_full", part = *dir_ + "/ttl_part";
+  const std::vector<std::string> ttl = {"embedding.ttl_steps=4", "embedding.min_count=2"};
+  auto with = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), ttl.begin(), ttl.end());
+    return sets;
+  };
+  auto r0 = Run(full, with({}));
+  ASSERT_TRUE(r0.ok()) << r0.status();
+  int64_t expired = 0;
+  for (const auto& t : r0->tables) expired += t.expirations;
+  EXPECT_GT(expired, 0);
+  ASSERT_TRUE(Run(part, with({"train.max_steps=13"})).ok());
+  ASSERT_TRUE(Run(part, with({"train.max_steps=30"}), /*resume=*/true).ok());
+  auto r3 = Run(part, with({}), /*resume=*/true);
+  ASSERT_TRUE(r3.ok()) << r3.status();
+  EXPECT_EQ(r3->steps, 48);
+  int64_t expired_resumed = 0;
+  for (const auto& t : r3->tables) expired_resumed += t.expirations;
+  EXPECT_EQ(expired_resumed, expired);
+  ExpectSameModel(full, part);
+}
+
 // Asks the run to stop (as SIGTERM would) once a step is reached (OnProgress: at log lines).
 class StopAtStep : public train::TrainObserver {
  public:

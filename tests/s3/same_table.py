@@ -11,8 +11,11 @@ def canonical(path):
     assert d[:8] == b"RTEMBTB1", path + ": not a table file"
     dim, width, name_len = struct.unpack_from("<III", d, 12)
     rows_n, pending_n = struct.unpack_from("<QQ", d, 24)
-    header = d[8:80] + d[80:80 + name_len]
-    pos = 80 + name_len + 4
+    # Version 2 added two counters to the header and a tick to pending records.
+    (version,) = struct.unpack_from("<I", d, 8)
+    name_at, pending_bytes = (96, 16) if version >= 2 else (80, 12)
+    header = d[8:name_at + name_len]
+    pos = name_at + name_len + 4
     payload = 4 * (dim + width)
     oov = d[pos:pos + 4 + payload]
     pos += 4 + payload + 4
@@ -31,8 +34,8 @@ def canonical(path):
         (n,) = struct.unpack_from("<I", d, pos)
         pos += 4
         for _ in range(n):
-            pending.append(struct.unpack_from("<QI", d, pos))
-            pos += 12
+            pending.append((struct.unpack_from("<Q", d, pos)[0], d[pos + 8:pos + pending_bytes]))
+            pos += pending_bytes
         pos += 4
         left -= n
     assert d[pos:] == b"RTEMBEND", path + ": bad end marker"

@@ -10,6 +10,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <numeric>
@@ -167,6 +169,64 @@ void BM_Create20M(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * rows);
 }
 BENCHMARK(BM_Create20M)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+// A never-ending stream (issue 29's "TTL keeps memory bounded"): each step pulls and pushes
+// 4,096 unique ids, half from a skewed set of 200,000 returning ids and half never seen before
+// (new users, new items), dim 16 + Adagrad, 1 thread. Arg: embedding.ttl_steps (0 = no expiry).
+// Reports the rows, accounted bytes and RSS after the first quarter of the steps and at the end,
+// and the steps/s. Run each Arg in its own process, so one table's memory does not count in the
+// other's RSS:  --benchmark_filter='ExpiryStream/0$'  and  'ExpiryStream/400$'.
+int64_t RssBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  long pages = 0, resident = 0;
+  if (f == nullptr) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return static_cast<int64_t>(resident) * 4096;
+}
+
+void BM_ExpiryStream(benchmark::State& state) {
+  constexpr int kSteps = 2000;
+  constexpr int kIds = 4096;
+  EmbeddingTableConfig c;
+  c.dim = 16;
+  c.optimizer.type = "adagrad";
+  c.ttl_steps = state.range(0);
+  std::vector<uint64_t> ids;
+  std::vector<float> out(kIds * 16), grads(kIds * 16, 0.001f);
+  for (auto _ : state) {
+    auto t = MakeEmbeddingTable(c);
+    if (!t.ok()) std::abort();
+    Rng rng(3);
+    uint64_t next_new = uint64_t{1} << 40;
+    double quarter_rows = 0, quarter_bytes = 0, quarter_rss = 0;
+    Stopwatch sw;
+    for (int step = 0; step < kSteps; ++step) {
+      ids.clear();
+      for (int i = 0; i < kIds / 2; ++i) ids.push_back(static_cast<uint64_t>(std::pow(rng.Uniform(), 3.0) * 200000));
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      while (static_cast<int>(ids.size()) < kIds) ids.push_back(next_new++);
+      if (!(*t)->Pull(ids, PullMode::kTrain, out, {1}).ok()) std::abort();
+      if (!(*t)->Push(ids, grads, {.step = step, .learning_rate = 0.01f}, {1}).ok()) std::abort();
+      if (step == kSteps / 4 - 1) {
+        quarter_rows = static_cast<double>((*t)->Stats().rows);
+        quarter_bytes = static_cast<double>((*t)->Stats().bytes);
+        quarter_rss = static_cast<double>(RssBytes());
+      }
+    }
+    const TableStats s = (*t)->Stats();
+    state.counters["steps_per_s"] = kSteps / sw.Seconds();
+    state.counters["rows_q1"] = quarter_rows;
+    state.counters["rows_end"] = static_cast<double>(s.rows);
+    state.counters["MiB_q1"] = quarter_bytes / (1 << 20);
+    state.counters["MiB_end"] = static_cast<double>(s.bytes) / (1 << 20);
+    state.counters["rss_MiB_q1"] = quarter_rss / (1 << 20);
+    state.counters["rss_MiB_end"] = static_cast<double>(RssBytes()) / (1 << 20);
+    state.counters["expired"] = static_cast<double>(s.expirations);
+  }
+}
+BENCHMARK(BM_ExpiryStream)->Arg(0)->Arg(400)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rectrain::embedding
