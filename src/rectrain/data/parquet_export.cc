@@ -250,7 +250,7 @@ Status Exporter::Prepare() {
     columns_ = internal::ParquetRawColumns(*first_parquet_, header_columns_, &notes_);
     if (columns_.empty()) return InvalidArgumentError(paths_[0] + " has no column the Parquet writer can hold");
   } else {
-    Result<ParsePlan> plan = internal::BuildPlan(c, header_columns_, list_columns_);
+    Result<ParsePlan> plan = internal::BuildParsePlan(c, header_columns_, list_columns_);
     if (!plan.ok()) return plan.status().WithContext(header || first_parquet_ ? "schema of " + paths_[0] : "the config");
     plan_ = std::move(plan).value();
     columns_ = internal::PlanRawColumns(&plan_, first_parquet_.get(), &notes_);

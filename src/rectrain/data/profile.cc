@@ -217,7 +217,7 @@ Status ProfilePairs(const std::string& path, const SchemaConfig& schema, const L
   DataConfig config;
   config.schema = schema;
   if (label.has_transform) config.transforms[label.column] = label.transform.text;
-  Result<internal::ParsePlan> plan = internal::BuildPlan(config, {});
+  Result<internal::ParsePlan> plan = internal::BuildParsePlan(config, {});
   if (!plan.ok()) return plan.status().WithContext("profile of " + path);
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::LineReader> reader, io::LineReader::Open(path));
   io::LineReader& in = *reader;

@@ -722,7 +722,7 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     }
     files.push_back(std::move(f));
   }
-  Result<ParsePlan> plan = internal::BuildPlan(config, header_columns, list_columns, stats_pass);
+  Result<ParsePlan> plan = internal::BuildParsePlan(config, header_columns, list_columns, stats_pass);
   if (!plan.ok()) {
     if (header || parquet) return plan.status().WithContext("schema of " + files[0].path);
     return plan.status();

@@ -73,7 +73,7 @@ const std::string& InputFile() {
 void BM_ParseLines(benchmark::State& state) {
   const std::string text = io::ReadFileToString(InputFile()).value();
   DataConfig config;
-  auto plan = internal::BuildPlan(config, {});
+  auto plan = internal::BuildParsePlan(config, {});
   internal::LineParser parser(&plan.value());
   internal::RowBlock block;
   const double cpu0 = ProcessCpuSeconds();

@@ -29,7 +29,7 @@ Result<std::unique_ptr<RowParser>> RowParser::Create(DataConfig config, const Ro
   config.schema.group_key.clear();
   config.feature_stats = layout.stats;
   auto impl = std::make_unique<Impl>();
-  RECTRAIN_ASSIGN_OR_RETURN(impl->plan, internal::BuildPlan(config, layout.header));
+  RECTRAIN_ASSIGN_OR_RETURN(impl->plan, internal::BuildParsePlan(config, layout.header));
   if (impl->plan.NeedsStats()) {
     RECTRAIN_ASSIGN_OR_RETURN(std::vector<FeatureStats> stats, internal::CheckFrozenStats(impl->plan, layout.stats));
     internal::FillStats(&impl->plan, stats);
