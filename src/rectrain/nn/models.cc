@@ -40,18 +40,9 @@ namespace rectrain::nn {
 namespace {
 
 // model.type is a string in the config (the YAML value); MakeModel parses it once into a
-// ModelType, so a misspelt type in the code below is a compile error, not a silent false.
+// ModelType (kModelTypes, below the models), so a misspelt type in the code is a compile error,
+// not a silent false.
 enum class ModelType { kLr, kFm, kWideDeep, kDeepFm, kDcnV2, kXDeepFm, kAutoInt, kFwFm, kDlrm, kDin, kMmoe, kMlp };
-
-struct NamedModelType {
-  ModelType type;
-  const char* name;
-};
-constexpr NamedModelType kModelTypes[] = {
-    {ModelType::kLr, "lr"},           {ModelType::kFm, "fm"},           {ModelType::kWideDeep, "wide_deep"},
-    {ModelType::kDeepFm, "deepfm"},   {ModelType::kDcnV2, "dcn_v2"},    {ModelType::kXDeepFm, "xdeepfm"},
-    {ModelType::kAutoInt, "autoint"}, {ModelType::kFwFm, "fwfm"},       {ModelType::kDlrm, "dlrm"},
-    {ModelType::kDin, "din"},         {ModelType::kMmoe, "mmoe"},       {ModelType::kMlp, "mlp"}};
 
 struct Parts {
   bool first_order = false;
@@ -787,11 +778,47 @@ class MlpModel final : public Model {
   tensor::Tensor x0_, dx0_, out_, scratch_;
 };
 
-std::string JoinTypes() {
-  std::string s;
-  for (const NamedModelType& t : kModelTypes) s += (s.empty() ? "" : ", ") + std::string(t.name);
-  return s;
-}
+// ---- Building a model from its config: validate everything, plan the tables, build by type ----
+
+// A config's errors, collected so that one call reports all of them.
+class ModelErrors {
+ public:
+  void Add(std::string message) { messages_.push_back(std::move(message)); }
+  void Add(const Status& s) {
+    if (!s.ok()) messages_.push_back(s.message());
+  }
+  // OK, the one error as it is, or "invalid model (N errors):" with one indented line each.
+  Status ToStatus() const {
+    if (messages_.empty()) return OkStatus();
+    if (messages_.size() == 1) return InvalidArgumentError(messages_[0]);
+    std::string s = "invalid model (" + std::to_string(messages_.size()) + " errors):";
+    for (const std::string& m : messages_) s += "\n  " + m;
+    return InvalidArgumentError(s);
+  }
+
+ private:
+  std::vector<std::string> messages_;
+};
+
+// What every check and builder reads: the config, its parsed type and the schema.
+struct ModelInput {
+  const ModelConfig& config;
+  ModelType type;
+  const std::vector<std::string>& sparse_names;
+  int num_dense;
+
+  int num_fields() const { return static_cast<int>(sparse_names.size()); }
+  // The position of categorical field `n`, or -1.
+  int FieldIndex(const std::string& n) const {
+    auto it = std::find(sparse_names.begin(), sparse_names.end(), n);
+    return it == sparse_names.end() ? -1 : static_cast<int>(it - sparse_names.begin());
+  }
+  std::string FieldList() const {
+    std::string fields;
+    for (const std::string& n : sparse_names) fields += (fields.empty() ? "" : ", ") + n;
+    return fields;
+  }
+};
 
 // Every entry of a list of layer sizes (model.KEY) must be >= 1.
 Status CheckLayerSizes(const char* key, const std::vector<int>& sizes) {
@@ -801,6 +828,186 @@ Status CheckLayerSizes(const char* key, const std::vector<int>& sizes) {
     }
   }
   return OkStatus();
+}
+
+// field_dims and field_pooling: keys that are fields of the schema, values the model can use.
+void CheckFieldKeys(const ModelInput& in, const char* type_name, bool equal_dims_required, ModelErrors& errors) {
+  const ModelConfig& c = in.config;
+  if (!c.field_dims.empty() && in.type == ModelType::kLr) {
+    errors.Add("model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
+  } else if (!c.field_dims.empty() && equal_dims_required) {
+    errors.Add("model.field_dims is not supported by model type \"" + std::string(type_name) +
+               "\": its interaction needs every field to have the same dim; set "
+               "model.embedding_dim instead, or use wide_deep or dcn_v2");
+  } else {
+    for (const auto& [field, dim] : c.field_dims) {
+      if (in.FieldIndex(field) < 0) {
+        errors.Add("model.field_dims: \"" + field + "\" is not a categorical field of the schema");
+      } else if (dim < 1) {
+        errors.Add("model.field_dims." + field + " must be >= 1, got " + std::to_string(dim));
+      }
+    }
+  }
+  for (const auto& [field, pooling] : c.field_pooling) {
+    if (in.FieldIndex(field) < 0) {
+      errors.Add("model.field_pooling: \"" + field + "\" is not a categorical field of the schema");
+    } else if (pooling != "sum" && pooling != "mean") {
+      errors.Add("model.field_pooling." + field + ": unknown pooling \"" + pooling + "\"; valid: sum, mean");
+    }
+  }
+}
+
+// The checks every model type shares.
+void CheckCommon(const ModelInput& in, const char* type_name, bool equal_dims_required, ModelErrors& errors) {
+  const ModelConfig& c = in.config;
+  if (c.precision == GemmPrecision::kBf16 && !kernels::Bf16GemmAvailable()) {
+    errors.Add("model.precision: bf16 needs a CPU with AVX512_BF16 (oneDNN emulates it elsewhere, "
+               "slower than fp32); this CPU lacks it, so use model.precision: fp32");
+  }
+  if (in.sparse_names.empty() && in.num_dense == 0) {
+    errors.Add("model " + std::string(type_name) + ": the schema has no categorical and no dense features");
+  }
+  std::set<std::string> names;
+  for (const std::string& n : in.sparse_names) {
+    if (!names.insert(n).second) errors.Add("categorical field \"" + n + "\" appears twice in the schema");
+  }
+  if (c.embedding_dim < 1) {
+    errors.Add("model.embedding_dim must be >= 1, got " + std::to_string(c.embedding_dim));
+  }
+  CheckFieldKeys(in, type_name, equal_dims_required, errors);
+  errors.Add(CheckLayerSizes("hidden", c.hidden));
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) {
+    errors.Add("model.dropout must be in [0, 1), got " + std::to_string(c.dropout));
+  }
+  if (c.num_classes < 1 || c.num_classes > 100000) {
+    errors.Add("model.num_classes must be in [1, 100000], got " + std::to_string(c.num_classes));
+  }
+  if (in.type != ModelType::kMmoe && c.num_tasks != 1) {
+    errors.Add("model.task_labels needs model.type mmoe (a multi-task model); \"" + std::string(type_name) + "\" predicts one label");
+  }
+  if (c.num_classes > 1 && in.type != ModelType::kMlp) {
+    errors.Add("model.num_classes " + std::to_string(c.num_classes) + " needs model.type mlp (a softmax "
+               "classifier); \"" + type_name + "\" has one logit (CTR)");
+  }
+  errors.Add(CheckLayerSizes("bottom", c.bottom));
+}
+
+void CheckMmoe(const ModelInput& in, ModelErrors& errors) {
+  const ModelConfig& c = in.config;
+  if (c.num_tasks < 2 || c.num_tasks > 64) {
+    errors.Add("model mmoe needs 2 to 64 tasks: the label plus model.task_labels (got " + std::to_string(c.num_tasks) + " task(s))");
+  }
+  if (c.num_experts < 1 || c.num_experts > 1024) {
+    errors.Add("model.num_experts must be in [1, 1024], got " + std::to_string(c.num_experts));
+  }
+  if (c.expert_hidden.empty()) errors.Add("model.expert_hidden must name at least one layer size (an expert's output is its last)");
+  errors.Add(CheckLayerSizes("expert_hidden", c.expert_hidden));
+  errors.Add(CheckLayerSizes("tower_hidden", c.tower_hidden));
+}
+
+void CheckXDeepFm(const ModelInput& in, ModelErrors& errors) {
+  if (in.config.cin_layers.empty()) errors.Add("model.cin_layers must name at least one layer size for xdeepfm");
+  errors.Add(CheckLayerSizes("cin_layers", in.config.cin_layers));
+  if (in.sparse_names.empty()) errors.Add("model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
+}
+
+void CheckAutoInt(const ModelInput& in, ModelErrors& errors) {
+  const ModelConfig& c = in.config;
+  if (c.attention_layers < 1 || c.attention_heads < 1 || c.attention_head_dim < 1) {
+    errors.Add("model.attention_layers, model.attention_heads and model.attention_head_dim must be >= 1 for autoint, got " +
+               std::to_string(c.attention_layers) + ", " + std::to_string(c.attention_heads) + ", " +
+               std::to_string(c.attention_head_dim));
+  }
+  if (in.sparse_names.empty()) errors.Add("model autoint needs categorical fields (its attention runs over field embeddings)");
+}
+
+void CheckFwFm(const ModelInput& in, ModelErrors& errors) {
+  if (in.num_fields() < 2) errors.Add("model fwfm needs at least 2 categorical fields (it weights the dot product of every field pair)");
+}
+
+void CheckDin(const ModelInput& in, ModelErrors& errors) {
+  const ModelConfig& c = in.config;
+  errors.Add(CheckLayerSizes("attention_hidden", c.attention_hidden));
+  if (c.target_field.empty() || c.history_field.empty()) {
+    errors.Add("model din needs model.target_field (the item a row is about) and model.history_field (the user's "
+               "behaviour sequence of such items, e.g. split('|', 20) | hash_as(ITEM)); categorical fields: " + in.FieldList());
+    return;
+  }
+  const int target = in.FieldIndex(c.target_field), history = in.FieldIndex(c.history_field);
+  if (target < 0) errors.Add("model.target_field: \"" + c.target_field + "\" is not a categorical field (" + in.FieldList() + ")");
+  if (history < 0) errors.Add("model.history_field: \"" + c.history_field + "\" is not a categorical field (" + in.FieldList() + ")");
+  if (target >= 0 && target == history) {
+    errors.Add("model.history_field must differ from model.target_field (both are \"" + c.target_field + "\")");
+  }
+  if (c.field_pooling.count(c.history_field)) {
+    errors.Add("model.field_pooling." + c.history_field + ": din pools its history by attention; remove the pooling");
+  }
+}
+
+void CheckDlrm(const ModelInput& in, ModelErrors& errors) {
+  if (in.num_fields() + (in.num_dense > 0 ? 1 : 0) < 2) {
+    errors.Add("model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
+  }
+}
+
+void CheckDcnV2(const ModelInput& in, ModelErrors& errors) {
+  if (in.config.cross_layers < 1) {
+    errors.Add("model.cross_layers must be >= 1 for dcn_v2, got " + std::to_string(in.config.cross_layers));
+  }
+}
+
+// The embedding side every model type shares: the tables (one per distinct dim), the fields'
+// places in x0, and the bag that pools them.
+struct EmbeddingPlan {
+  ModelSpec spec;
+  std::unique_ptr<EmbeddingBag> bag;
+  int64_t emb_width = 0;    // pooled embedding columns of x0
+  int history_field = -1;   // din: the field pooled by attention, not by the bag
+  int64_t target_col = -1;  // din: the target field's first column in x0
+};
+
+// `lead`: the first-order weight rides in column 0 of the same row (1) or not (0). lr has one
+// table of dim 1 (its fields' embedding dims are 0).
+EmbeddingPlan PlanEmbeddings(const ModelInput& in, int lead, const embedding::EmbeddingTableConfig& table_template) {
+  const ModelConfig& c = in.config;
+  std::vector<int> emb_dims(in.sparse_names.size());
+  for (size_t f = 0; f < in.sparse_names.size(); ++f) {
+    auto it = c.field_dims.find(in.sparse_names[f]);
+    emb_dims[f] = in.type == ModelType::kLr ? 0 : (it != c.field_dims.end() ? it->second : c.embedding_dim);
+  }
+  std::vector<int> distinct(emb_dims.begin(), emb_dims.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+
+  EmbeddingPlan plan;
+  plan.spec.num_dense = in.num_dense;
+  std::vector<EmbeddingBagTable> bag_tables;
+  for (int d : distinct) {
+    embedding::EmbeddingTableConfig table = table_template;
+    table.dim = d + lead;
+    if (distinct.size() > 1) table.name = table_template.name + "_d" + std::to_string(d);
+    bag_tables.push_back({table.name, table.dim, lead});
+    plan.spec.tables.push_back(std::move(table));
+  }
+  const int target_field = in.type == ModelType::kDin ? in.FieldIndex(c.target_field) : -1;
+  plan.history_field = in.type == ModelType::kDin ? in.FieldIndex(c.history_field) : -1;
+  std::vector<EmbeddingBagField> bag_fields;
+  // dlrm: the bottom MLP's vector comes first in the interaction input, the fields after it.
+  const int64_t first_col = in.type == ModelType::kDlrm && in.num_dense > 0 ? c.embedding_dim : 0;
+  int64_t col = first_col;
+  for (size_t f = 0; f < in.sparse_names.size(); ++f) {
+    const int t = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), emb_dims[f]) - distinct.begin());
+    auto pit = c.field_pooling.find(in.sparse_names[f]);
+    const std::string pooling = pit == c.field_pooling.end() ? "sum" : pit->second;
+    plan.spec.fields.push_back({in.sparse_names[f], t, pooling});
+    if (static_cast<int>(f) == plan.history_field) continue;
+    if (static_cast<int>(f) == target_field) plan.target_col = col;
+    bag_fields.push_back({in.sparse_names[f], t, pooling == "mean", col});
+    col += emb_dims[f];
+  }
+  plan.emb_width = col - first_col;
+  plan.bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
+  return plan;
 }
 
 // Appends Dense+ReLU layers "<prefix>.<k>" of the given sizes (He init) from width `in`;
@@ -838,11 +1045,164 @@ void AddMlp(const ModelConfig& config, int64_t in, Sequential& deep, int64_t out
                                    config.seed));
 }
 
+std::unique_ptr<Model> BuildDin(const ModelInput& in, EmbeddingPlan plan) {
+  const ModelConfig& c = in.config;
+  const int64_t dim = c.embedding_dim;
+  auto unit = std::make_unique<Sequential>("attention_unit");
+  const int64_t width = AddReluLayers(*unit, "attention_unit", 4 * dim, c.attention_hidden, c.seed);
+  unit->Add(std::make_unique<Dense>("attention_unit.out", width, 1, Activation::kNone, WeightInit::kXavier, c.seed));
+  auto top = std::make_unique<Sequential>("deep");
+  AddMlp(c, plan.emb_width + dim + in.num_dense, *top);
+  return std::make_unique<DinModel>(std::move(plan.spec), std::move(plan.bag), plan.history_field, plan.target_col, dim,
+                                    std::move(unit), std::move(top), c.precision);
+}
+
+std::unique_ptr<Model> BuildDlrm(const ModelInput& in, EmbeddingPlan plan) {
+  const ModelConfig& c = in.config;
+  const int dim = c.embedding_dim;
+  std::unique_ptr<Sequential> bottom;
+  if (in.num_dense > 0) {
+    bottom = std::make_unique<Sequential>("bottom");
+    const int64_t width = AddReluLayers(*bottom, "bottom", in.num_dense, c.bottom, c.seed);
+    bottom->Add(std::make_unique<Dense>("bottom.out", width, dim, Activation::kRelu, WeightInit::kHe, c.seed));
+  }
+  const int64_t vectors = in.num_fields() + (in.num_dense > 0 ? 1 : 0);
+  auto interaction = std::make_unique<DotInteraction>("interaction", vectors, dim, /*keep_first=*/in.num_dense > 0);
+  auto top = std::make_unique<Sequential>("top");
+  AddMlp(c, interaction->out_features(), *top);
+  return std::make_unique<DlrmModel>(std::move(plan.spec), std::move(plan.bag), dim, std::move(bottom),
+                                     std::move(interaction), std::move(top), c.precision);
+}
+
+std::unique_ptr<Model> BuildMmoe(const ModelInput& in, EmbeddingPlan plan) {
+  const ModelConfig& c = in.config;
+  const int64_t width = plan.emb_width + in.num_dense;
+  std::vector<std::unique_ptr<Sequential>> experts;
+  for (int e = 0; e < c.num_experts; ++e) {
+    const std::string prefix = "expert." + std::to_string(e);
+    auto ex = std::make_unique<Sequential>(prefix);
+    AddReluLayers(*ex, prefix, width, c.expert_hidden, c.seed);
+    experts.push_back(std::move(ex));
+  }
+  std::vector<std::unique_ptr<Dense>> gates;
+  std::vector<std::unique_ptr<Sequential>> towers;
+  for (int t = 0; t < c.num_tasks; ++t) {
+    const std::string g = "gate." + std::to_string(t), tw = "tower." + std::to_string(t);
+    gates.push_back(std::make_unique<Dense>(g, width, c.num_experts, Activation::kNone, WeightInit::kXavier, c.seed));
+    auto tower = std::make_unique<Sequential>(tw);
+    const int64_t tower_width = AddReluLayers(*tower, tw, c.expert_hidden.back(), c.tower_hidden, c.seed);
+    tower->Add(std::make_unique<Dense>(tw + ".out", tower_width, 1, Activation::kNone, WeightInit::kXavier, c.seed));
+    towers.push_back(std::move(tower));
+  }
+  return std::make_unique<MmoeModel>(std::move(plan.spec), std::move(plan.bag), plan.emb_width, std::move(experts),
+                                     std::move(gates), std::move(towers), c.precision);
+}
+
+std::unique_ptr<Model> BuildMlp(const ModelInput& in, EmbeddingPlan plan) {
+  const ModelConfig& c = in.config;
+  auto deep = std::make_unique<Sequential>("deep");
+  AddMlp(c, plan.emb_width + in.num_dense, *deep, c.num_classes);
+  return std::make_unique<MlpModel>(std::move(plan.spec), std::move(plan.bag), plan.emb_width, std::move(deep),
+                                    c.num_classes, c.precision);
+}
+
+// The network over the field embeddings of xdeepfm (CIN), autoint (self-attention) and fwfm
+// (weighted pair dot products); null for the other composed types.
+std::unique_ptr<Sequential> MakeFieldNet(const ModelInput& in) {
+  const ModelConfig& c = in.config;
+  const int64_t fields = in.num_fields();
+  std::unique_ptr<Sequential> net;
+  if (in.type == ModelType::kXDeepFm) {
+    net = std::make_unique<Sequential>("cin");
+    auto cin = std::make_unique<CompressedInteraction>("cin", fields, c.embedding_dim, c.cin_layers, c.seed);
+    const int64_t pooled = cin->out_features();
+    net->Add(std::move(cin));
+    net->Add(std::make_unique<Dense>("cin.out", pooled, 1, Activation::kNone, WeightInit::kXavier, c.seed));
+  } else if (in.type == ModelType::kAutoInt) {
+    net = std::make_unique<Sequential>("attention");
+    int64_t dim = c.embedding_dim;
+    for (int l = 0; l < c.attention_layers; ++l) {
+      net->Add(std::make_unique<FieldSelfAttention>("attention." + std::to_string(l), fields, dim, c.attention_heads,
+                                                    c.attention_head_dim, c.seed));
+      dim = static_cast<int64_t>(c.attention_heads) * c.attention_head_dim;
+    }
+    net->Add(std::make_unique<Dense>("attention.out", fields * dim, 1, Activation::kNone, WeightInit::kXavier, c.seed));
+  } else if (in.type == ModelType::kFwFm) {
+    net = std::make_unique<Sequential>("fwfm");
+    auto dots = std::make_unique<DotInteraction>("fwfm.dots", fields, c.embedding_dim, /*keep_first=*/false);
+    const int64_t pairs = dots->out_features();
+    net->Add(std::move(dots));
+    net->Add(std::make_unique<Dense>("fwfm.pair_weights", pairs, 1, Activation::kNone, WeightInit::kXavier, c.seed));
+  }
+  return net;
+}
+
+// lr, fm, wide_deep, deepfm, dcn_v2, xdeepfm, autoint and fwfm: one ComposedModel (top of file).
+std::unique_ptr<Model> BuildComposed(const ModelInput& in, const char* type_name, EmbeddingPlan plan) {
+  const ModelConfig& c = in.config;
+  const ModelType type = in.type;
+  Parts parts;
+  parts.first_order = type != ModelType::kDcnV2 && type != ModelType::kAutoInt;
+  if (type == ModelType::kFm || type == ModelType::kDeepFm) {
+    parts.fm = std::make_unique<FmInteraction>("fm", in.num_fields(), c.embedding_dim);
+  }
+  parts.field_net = MakeFieldNet(in);
+  // autoint and fwfm without hidden layers are the plain models; with them a DNN runs beside
+  // (AutoInt+, and FwFM's deep variant).
+  if (type == ModelType::kWideDeep || type == ModelType::kDeepFm || type == ModelType::kDcnV2 || type == ModelType::kXDeepFm ||
+      ((type == ModelType::kAutoInt || type == ModelType::kFwFm) && !c.hidden.empty())) {
+    const int64_t width = plan.emb_width + in.num_dense;
+    parts.deep = std::make_unique<Sequential>("deep");
+    if (type == ModelType::kDcnV2) parts.deep->Add(std::make_unique<CrossNetwork>("cross", width, c.cross_layers, c.seed));
+    AddMlp(c, width, *parts.deep);
+  }
+  return std::make_unique<ComposedModel>(type_name, std::move(plan.spec), std::move(plan.bag), plan.emb_width,
+                                         std::move(parts), c.seed, c.precision);
+}
+
+// The registry: one row per model type, with what its checks and its embedding plan need.
+struct ModelTypeEntry {
+  ModelType type;
+  const char* name;
+  int lead;                 // 1: the first-order weight rides in column 0 of each table row
+  bool equal_dims;          // its interaction (FM, CIN, attention, dots) needs one dim for all fields
+  void (*check)(const ModelInput&, ModelErrors&);  // the type's own checks, or null
+};
+constexpr ModelTypeEntry kModelTypes[] = {
+    {ModelType::kLr, "lr", 1, false, nullptr},
+    {ModelType::kFm, "fm", 1, true, nullptr},
+    {ModelType::kWideDeep, "wide_deep", 1, false, nullptr},
+    {ModelType::kDeepFm, "deepfm", 1, true, nullptr},
+    {ModelType::kDcnV2, "dcn_v2", 0, false, CheckDcnV2},
+    {ModelType::kXDeepFm, "xdeepfm", 1, true, CheckXDeepFm},
+    {ModelType::kAutoInt, "autoint", 0, true, CheckAutoInt},
+    {ModelType::kFwFm, "fwfm", 1, true, CheckFwFm},
+    {ModelType::kDlrm, "dlrm", 0, true, CheckDlrm},
+    {ModelType::kDin, "din", 0, true, CheckDin},
+    {ModelType::kMmoe, "mmoe", 0, false, CheckMmoe},
+    {ModelType::kMlp, "mlp", 0, false, nullptr}};
+
+std::string JoinTypes() {
+  std::string s;
+  for (const ModelTypeEntry& t : kModelTypes) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
+std::unique_ptr<Model> BuildModel(const ModelInput& in, const ModelTypeEntry& entry, EmbeddingPlan plan) {
+  switch (in.type) {
+    case ModelType::kDin: return BuildDin(in, std::move(plan));
+    case ModelType::kDlrm: return BuildDlrm(in, std::move(plan));
+    case ModelType::kMmoe: return BuildMmoe(in, std::move(plan));
+    case ModelType::kMlp: return BuildMlp(in, std::move(plan));
+    default: return BuildComposed(in, entry.name, std::move(plan));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> ModelTypes() {
   std::vector<std::string> names;
-  for (const NamedModelType& t : kModelTypes) names.emplace_back(t.name);
+  for (const ModelTypeEntry& t : kModelTypes) names.emplace_back(t.name);
   return names;
 }
 
@@ -850,287 +1210,20 @@ Result<std::unique_ptr<Model>> MakeModel(const ModelConfig& config,
                                          const std::vector<std::string>& sparse_names,
                                          int num_dense,
                                          const embedding::EmbeddingTableConfig& table_template) {
-  const std::string& type_name = config.type;
-  const auto named = std::find_if(std::begin(kModelTypes), std::end(kModelTypes),
-                                  [&](const NamedModelType& t) { return type_name == t.name; });
-  if (named == std::end(kModelTypes)) {
-    return InvalidArgumentError("model.type: unknown model type \"" + type_name +
-                                "\"; valid types: " + JoinTypes());
+  const auto entry = std::find_if(std::begin(kModelTypes), std::end(kModelTypes),
+                                  [&](const ModelTypeEntry& t) { return config.type == t.name; });
+  if (entry == std::end(kModelTypes)) {
+    return InvalidArgumentError("model.type: unknown model type \"" + config.type + "\"; valid types: " + JoinTypes());
   }
-  const ModelType type = named->type;
   if (num_dense < 0) {
     return InvalidArgumentError("num_dense must be >= 0, got " + std::to_string(num_dense));
   }
-  if (config.precision == GemmPrecision::kBf16 && !kernels::Bf16GemmAvailable()) {
-    return InvalidArgumentError(
-        "model.precision: bf16 needs a CPU with AVX512_BF16 (oneDNN emulates it elsewhere, "
-        "slower than fp32); this CPU lacks it, so use model.precision: fp32");
-  }
-  if (sparse_names.empty() && num_dense == 0) {
-    return InvalidArgumentError("model " + type_name +
-                                ": the schema has no categorical and no dense features");
-  }
-  std::set<std::string> names;
-  for (const std::string& n : sparse_names) {
-    if (!names.insert(n).second) {
-      return InvalidArgumentError("categorical field \"" + n + "\" appears twice in the schema");
-    }
-  }
-  if (config.embedding_dim < 1) {
-    return InvalidArgumentError("model.embedding_dim must be >= 1, got " +
-                                std::to_string(config.embedding_dim));
-  }
-  // FM, CIN, attention and dot products interact embeddings, which needs one dim for all fields.
-  const bool equal_dims_required = type == ModelType::kFm || type == ModelType::kDeepFm ||
-                                   type == ModelType::kXDeepFm || type == ModelType::kAutoInt ||
-                                   type == ModelType::kFwFm || type == ModelType::kDlrm ||
-                                   type == ModelType::kDin;
-  if (!config.field_dims.empty() && type == ModelType::kLr) {
-    return InvalidArgumentError(
-        "model.field_dims is not used by model type \"lr\" (it has no embeddings); remove it");
-  }
-  if (!config.field_dims.empty() && equal_dims_required) {
-    return InvalidArgumentError(
-        "model.field_dims is not supported by model type \"" + type_name +
-        "\": its interaction needs every field to have the same dim; set "
-        "model.embedding_dim instead, or use wide_deep or dcn_v2");
-  }
-  for (const auto& [field, dim] : config.field_dims) {
-    if (!names.count(field)) {
-      return InvalidArgumentError("model.field_dims: \"" + field +
-                                  "\" is not a categorical field of the schema");
-    }
-    if (dim < 1) {
-      return InvalidArgumentError("model.field_dims." + field + " must be >= 1, got " +
-                                  std::to_string(dim));
-    }
-  }
-  for (const auto& [field, pooling] : config.field_pooling) {
-    if (!names.count(field)) {
-      return InvalidArgumentError("model.field_pooling: \"" + field +
-                                  "\" is not a categorical field of the schema");
-    }
-    if (pooling != "sum" && pooling != "mean") {
-      return InvalidArgumentError("model.field_pooling." + field + ": unknown pooling \"" +
-                                  pooling + "\"; valid: sum, mean");
-    }
-  }
-  RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("hidden", config.hidden));
-  if (!(config.dropout >= 0.0f && config.dropout < 1.0f)) {
-    return InvalidArgumentError("model.dropout must be in [0, 1), got " +
-                                std::to_string(config.dropout));
-  }
-  if (config.num_classes < 1 || config.num_classes > 100000) {
-    return InvalidArgumentError("model.num_classes must be in [1, 100000], got " + std::to_string(config.num_classes));
-  }
-  if (type == ModelType::kMmoe) {
-    if (config.num_tasks < 2 || config.num_tasks > 64) {
-      return InvalidArgumentError("model mmoe needs 2 to 64 tasks: the label plus model.task_labels (got " + std::to_string(config.num_tasks) + " task(s))");
-    }
-    if (config.num_experts < 1 || config.num_experts > 1024) {
-      return InvalidArgumentError("model.num_experts must be in [1, 1024], got " + std::to_string(config.num_experts));
-    }
-    if (config.expert_hidden.empty()) return InvalidArgumentError("model.expert_hidden must name at least one layer size (an expert's output is its last)");
-    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("expert_hidden", config.expert_hidden));
-    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("tower_hidden", config.tower_hidden));
-  } else if (config.num_tasks != 1) {
-    return InvalidArgumentError("model.task_labels needs model.type mmoe (a multi-task model); \"" + type_name + "\" predicts one label");
-  }
-  if (config.num_classes > 1 && type != ModelType::kMlp) {
-    return InvalidArgumentError("model.num_classes " + std::to_string(config.num_classes) + " needs model.type mlp (a softmax "
-                                "classifier); \"" + type_name + "\" has one logit (CTR)");
-  }
-  RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("bottom", config.bottom));
-  if (type == ModelType::kXDeepFm) {
-    if (config.cin_layers.empty()) return InvalidArgumentError("model.cin_layers must name at least one layer size for xdeepfm");
-    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("cin_layers", config.cin_layers));
-    if (sparse_names.empty()) return InvalidArgumentError("model xdeepfm needs categorical fields (its CIN crosses field embeddings)");
-  }
-  if (type == ModelType::kAutoInt) {
-    if (config.attention_layers < 1 || config.attention_heads < 1 || config.attention_head_dim < 1) {
-      return InvalidArgumentError("model.attention_layers, model.attention_heads and model.attention_head_dim must be >= 1 for autoint, got " +
-                                  std::to_string(config.attention_layers) + ", " + std::to_string(config.attention_heads) + ", " +
-                                  std::to_string(config.attention_head_dim));
-    }
-    if (sparse_names.empty()) return InvalidArgumentError("model autoint needs categorical fields (its attention runs over field embeddings)");
-  }
-  if (type == ModelType::kFwFm && sparse_names.size() < 2) {
-    return InvalidArgumentError("model fwfm needs at least 2 categorical fields (it weights the dot product of every field pair)");
-  }
-  int history_field = -1, target_field = -1;
-  if (type == ModelType::kDin) {
-    auto index_of = [&](const std::string& n) {
-      auto it = std::find(sparse_names.begin(), sparse_names.end(), n);
-      return it == sparse_names.end() ? -1 : static_cast<int>(it - sparse_names.begin());
-    };
-    std::string fields;
-    for (const std::string& n : sparse_names) fields += (fields.empty() ? "" : ", ") + n;
-    if (config.target_field.empty() || config.history_field.empty()) {
-      return InvalidArgumentError("model din needs model.target_field (the item a row is about) and model.history_field (the user's "
-                                  "behaviour sequence of such items, e.g. split('|', 20) | hash_as(ITEM)); categorical fields: " + fields);
-    }
-    target_field = index_of(config.target_field);
-    history_field = index_of(config.history_field);
-    if (target_field < 0) return InvalidArgumentError("model.target_field: \"" + config.target_field + "\" is not a categorical field (" + fields + ")");
-    if (history_field < 0) return InvalidArgumentError("model.history_field: \"" + config.history_field + "\" is not a categorical field (" + fields + ")");
-    if (target_field == history_field) return InvalidArgumentError("model.history_field must differ from model.target_field (both are \"" + config.target_field + "\")");
-    if (config.field_pooling.count(config.history_field)) {
-      return InvalidArgumentError("model.field_pooling." + config.history_field + ": din pools its history by attention; remove the pooling");
-    }
-    RECTRAIN_RETURN_IF_ERROR(CheckLayerSizes("attention_hidden", config.attention_hidden));
-  }
-  if (type == ModelType::kDlrm && sparse_names.size() + (num_dense > 0 ? 1 : 0) < 2) {
-    return InvalidArgumentError("model dlrm needs at least two vectors to interact: two categorical fields, or one and dense features");
-  }
-  if (type == ModelType::kDcnV2 && config.cross_layers < 1) {
-    return InvalidArgumentError("model.cross_layers must be >= 1 for dcn_v2, got " +
-                                std::to_string(config.cross_layers));
-  }
-
-  // Tables: one per distinct embedding dim (lr: one table of dim 1). The first-order weight
-  // rides in column 0 of the same row (lead = 1) for every type except dcn_v2 and mlp.
-  const int lead = type == ModelType::kDcnV2 || type == ModelType::kMlp || type == ModelType::kDlrm || type == ModelType::kAutoInt || type == ModelType::kDin || type == ModelType::kMmoe ? 0 : 1;
-  std::vector<int> emb_dims(sparse_names.size());
-  for (size_t f = 0; f < sparse_names.size(); ++f) {
-    auto it = config.field_dims.find(sparse_names[f]);
-    emb_dims[f] = type == ModelType::kLr ? 0 : (it != config.field_dims.end() ? it->second
-                                                                    : config.embedding_dim);
-  }
-  std::vector<int> distinct(emb_dims.begin(), emb_dims.end());
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-
-  ModelSpec spec;
-  spec.num_dense = num_dense;
-  std::vector<EmbeddingBagTable> bag_tables;
-  for (int d : distinct) {
-    embedding::EmbeddingTableConfig table = table_template;
-    table.dim = d + lead;
-    if (distinct.size() > 1) table.name = table_template.name + "_d" + std::to_string(d);
-    bag_tables.push_back({table.name, table.dim, lead});
-    spec.tables.push_back(std::move(table));
-  }
-  std::vector<EmbeddingBagField> bag_fields;
-  // dlrm: the bottom MLP's vector comes first in the interaction input, the fields after it.
-  const int64_t first_col = type == ModelType::kDlrm && num_dense > 0 ? config.embedding_dim : 0;
-  int64_t col = first_col;
-  int64_t target_col = -1;  // din
-  for (size_t f = 0; f < sparse_names.size(); ++f) {
-    const int t = static_cast<int>(
-        std::lower_bound(distinct.begin(), distinct.end(), emb_dims[f]) - distinct.begin());
-    auto pit = config.field_pooling.find(sparse_names[f]);
-    const std::string pooling = pit == config.field_pooling.end() ? "sum" : pit->second;
-    spec.fields.push_back({sparse_names[f], t, pooling});
-    if (static_cast<int>(f) == history_field) continue;  // din: pooled by attention, not by the bag
-    if (static_cast<int>(f) == target_field) target_col = col;
-    bag_fields.push_back({sparse_names[f], t, pooling == "mean", col});
-    col += emb_dims[f];
-  }
-  const int64_t emb_width = col - first_col;
-  auto bag = std::make_unique<EmbeddingBag>(std::move(bag_tables), std::move(bag_fields));
-
-  if (type == ModelType::kDin) {
-    const int64_t dim = config.embedding_dim;
-    auto unit = std::make_unique<Sequential>("attention_unit");
-    const int64_t in = AddReluLayers(*unit, "attention_unit", 4 * dim, config.attention_hidden, config.seed);
-    unit->Add(std::make_unique<Dense>("attention_unit.out", in, 1, Activation::kNone, WeightInit::kXavier, config.seed));
-    auto top = std::make_unique<Sequential>("deep");
-    AddMlp(config, emb_width + dim + num_dense, *top);
-    return std::unique_ptr<Model>(std::make_unique<DinModel>(std::move(spec), std::move(bag), history_field, target_col, dim,
-                                                             std::move(unit), std::move(top), config.precision));
-  }
-  if (type == ModelType::kDlrm) {
-    const int dim = config.embedding_dim;
-    std::unique_ptr<Sequential> bottom;
-    if (num_dense > 0) {
-      bottom = std::make_unique<Sequential>("bottom");
-      const int64_t in = AddReluLayers(*bottom, "bottom", num_dense, config.bottom, config.seed);
-      bottom->Add(std::make_unique<Dense>("bottom.out", in, dim, Activation::kRelu, WeightInit::kHe, config.seed));
-    }
-    const int64_t vectors = static_cast<int64_t>(sparse_names.size()) + (num_dense > 0 ? 1 : 0);
-    auto interaction = std::make_unique<DotInteraction>("interaction", vectors, dim, /*keep_first=*/num_dense > 0);
-    auto top = std::make_unique<Sequential>("top");
-    AddMlp(config, interaction->out_features(), *top);
-    return std::unique_ptr<Model>(std::make_unique<DlrmModel>(std::move(spec), std::move(bag), dim, std::move(bottom),
-                                                              std::move(interaction), std::move(top), config.precision));
-  }
-
-  if (type == ModelType::kMmoe) {
-    const int64_t in = emb_width + num_dense;
-    std::vector<std::unique_ptr<Sequential>> experts;
-    for (int e = 0; e < config.num_experts; ++e) {
-      const std::string prefix = "expert." + std::to_string(e);
-      auto ex = std::make_unique<Sequential>(prefix);
-      AddReluLayers(*ex, prefix, in, config.expert_hidden, config.seed);
-      experts.push_back(std::move(ex));
-    }
-    std::vector<std::unique_ptr<Dense>> gates;
-    std::vector<std::unique_ptr<Sequential>> towers;
-    for (int t = 0; t < config.num_tasks; ++t) {
-      const std::string g = "gate." + std::to_string(t), tw = "tower." + std::to_string(t);
-      gates.push_back(std::make_unique<Dense>(g, in, config.num_experts, Activation::kNone, WeightInit::kXavier, config.seed));
-      auto tower = std::make_unique<Sequential>(tw);
-      const int64_t width = AddReluLayers(*tower, tw, config.expert_hidden.back(), config.tower_hidden, config.seed);
-      tower->Add(std::make_unique<Dense>(tw + ".out", width, 1, Activation::kNone, WeightInit::kXavier, config.seed));
-      towers.push_back(std::move(tower));
-    }
-    return std::unique_ptr<Model>(std::make_unique<MmoeModel>(std::move(spec), std::move(bag), emb_width, std::move(experts), std::move(gates),
-                                                              std::move(towers), config.precision));
-  }
-  if (type == ModelType::kMlp) {
-    auto deep = std::make_unique<Sequential>("deep");
-    AddMlp(config, emb_width + num_dense, *deep, config.num_classes);
-    return std::unique_ptr<Model>(std::make_unique<MlpModel>(std::move(spec), std::move(bag), emb_width,
-                                                             std::move(deep), config.num_classes, config.precision));
-  }
-  Parts parts;
-  parts.first_order = type != ModelType::kDcnV2 && type != ModelType::kAutoInt;
-  if (type == ModelType::kFm || type == ModelType::kDeepFm) {
-    parts.fm = std::make_unique<FmInteraction>("fm", static_cast<int64_t>(sparse_names.size()),
-                                               config.embedding_dim);
-  }
-  if (type == ModelType::kXDeepFm) {
-    const int64_t fields = static_cast<int64_t>(sparse_names.size());
-    parts.field_net = std::make_unique<Sequential>("cin");
-    auto cin = std::make_unique<CompressedInteraction>("cin", fields, config.embedding_dim, config.cin_layers, config.seed);
-    const int64_t pooled = cin->out_features();
-    parts.field_net->Add(std::move(cin));
-    parts.field_net->Add(std::make_unique<Dense>("cin.out", pooled, 1, Activation::kNone, WeightInit::kXavier, config.seed));
-  }
-  if (type == ModelType::kAutoInt) {
-    const int64_t fields = static_cast<int64_t>(sparse_names.size());
-    parts.field_net = std::make_unique<Sequential>("attention");
-    int64_t dim = config.embedding_dim;
-    for (int l = 0; l < config.attention_layers; ++l) {
-      parts.field_net->Add(std::make_unique<FieldSelfAttention>("attention." + std::to_string(l), fields, dim, config.attention_heads,
-                                                                config.attention_head_dim, config.seed));
-      dim = static_cast<int64_t>(config.attention_heads) * config.attention_head_dim;
-    }
-    parts.field_net->Add(std::make_unique<Dense>("attention.out", fields * dim, 1, Activation::kNone, WeightInit::kXavier, config.seed));
-  }
-  if (type == ModelType::kFwFm) {
-    const int64_t fields = static_cast<int64_t>(sparse_names.size());
-    parts.field_net = std::make_unique<Sequential>("fwfm");
-    auto dots = std::make_unique<DotInteraction>("fwfm.dots", fields, config.embedding_dim, /*keep_first=*/false);
-    const int64_t pairs = dots->out_features();
-    parts.field_net->Add(std::move(dots));
-    parts.field_net->Add(std::make_unique<Dense>("fwfm.pair_weights", pairs, 1, Activation::kNone, WeightInit::kXavier, config.seed));
-  }
-  // autoint and fwfm without hidden layers are the plain models; with them a DNN runs beside
-  // (AutoInt+, and FwFM's deep variant).
-  if (type == ModelType::kWideDeep || type == ModelType::kDeepFm || type == ModelType::kDcnV2 || type == ModelType::kXDeepFm ||
-      ((type == ModelType::kAutoInt || type == ModelType::kFwFm) && !config.hidden.empty())) {
-    const int64_t in = emb_width + num_dense;
-    parts.deep = std::make_unique<Sequential>("deep");
-    if (type == ModelType::kDcnV2) {
-      parts.deep->Add(std::make_unique<CrossNetwork>("cross", in, config.cross_layers,
-                                                     config.seed));
-    }
-    AddMlp(config, in, *parts.deep);
-  }
-  return std::unique_ptr<Model>(std::make_unique<ComposedModel>(
-      type_name, std::move(spec), std::move(bag), emb_width, std::move(parts), config.seed,
-      config.precision));
+  const ModelInput in{config, entry->type, sparse_names, num_dense};
+  ModelErrors errors;
+  CheckCommon(in, entry->name, entry->equal_dims, errors);
+  if (entry->check != nullptr) entry->check(in, errors);
+  RECTRAIN_RETURN_IF_ERROR(errors.ToStatus());
+  return BuildModel(in, *entry, PlanEmbeddings(in, entry->lead, table_template));
 }
 
 }  // namespace rectrain::nn

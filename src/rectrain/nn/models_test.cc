@@ -279,6 +279,23 @@ TEST(ModelZooTest, TableLayoutAndParamNames) {
   EXPECT_EQ(dcn->Params()[0].name, "cross.0.weight");
 }
 
+TEST(ModelZooTest, EveryErrorOfAConfigIsReportedAtOnce) {
+  ModelConfig c = SmallConfig("din");
+  c.hidden = {8, 0};
+  c.dropout = 1.5f;
+  c.history_field = "C9";
+  c.field_pooling = {{"C4", "sum"}};
+  auto m = MakeModel(c, kFields, 2, Template());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.status().message(),
+            "invalid model (4 errors):\n"
+            "  model.field_pooling: \"C4\" is not a categorical field of the schema\n"
+            "  model.hidden[1] must be >= 1, got 0\n"
+            "  model.dropout must be in [0, 1), got 1.500000\n"
+            "  model.history_field: \"C9\" is not a categorical field (C1, C2, C3)");
+}
+
 TEST(ModelZooTest, ErrorsNameTheKey) {
   const auto tmpl = Template();
   auto err = [&](const ModelConfig& c, int nd = 2) {
