@@ -5,7 +5,8 @@
 # computes. This runs the same deterministic jobs with both binaries and compares what they
 # leave behind:
 #   - `data gen` output (md5);
-#   - for each model type of examples/: summary.json with the timings taken out, and every byte
+#   - for each model type (examples/, mlp, and din / mmoe on the converted real data sets):
+#     summary.json with the timings taken out, and every byte
 #     of the checkpoints and the final model (meta.json without its wall-clock fields);
 #   - a resumed run (stopped by train.max_steps, then continued) against the uninterrupted one;
 #   - a 2-rank sync job and a 3-rank async job under mpiexec (when mpiexec is present);
@@ -90,6 +91,22 @@ mkdir -p runs
 for m in deepfm dlrm dcn_v2 xdeepfm autoint fwfm wide_deep fm lr; do
   run_both "$m" "$REPO/examples/$m.yaml"
 done
+run_both mlp "$REPO/examples/deepfm.yaml" --set model.type=mlp
+# din needs a behaviour sequence and mmoe a second label: the real data sets' converters give
+# them (each skipped when ../shared/data lacks its set).
+DATA=$REPO/../shared/data
+if [[ -r $DATA/movietweetings-100k/ratings.dat ]]; then
+  sh "$REPO/examples/movietweetings/convert.sh" "$DATA/movietweetings-100k" data/movietweetings 6000 >/dev/null
+  run_both din "$REPO/examples/movietweetings/din.yaml"
+else
+  echo "skip  din (no $DATA/movietweetings-100k)"
+fi
+if [[ -r $DATA/uci-census-income-kdd-sample/census-income.sample ]]; then
+  sh "$REPO/examples/census/convert.sh" "$DATA/uci-census-income-kdd-sample/census-income.sample" data/census >/dev/null
+  run_both mmoe "$REPO/examples/census/mmoe.yaml"
+else
+  echo "skip  mmoe (no $DATA/uci-census-income-kdd-sample)"
+fi
 run_both deepfm-bf16 "$REPO/examples/deepfm.yaml" --set model.precision=bf16
 run_both deepfm-ftrl "$REPO/examples/deepfm.yaml" --set embedding.optimizer.type=ftrl \
   --set optimizer.type=sgd --set optimizer.lr=0.05
