@@ -17,7 +17,7 @@ path does not contain --only (if given) are never faulted but are counted.
 
 Writes one JSON line per request to --log: {"n", "method", "path", "fault", "status"}, before a
 whole answer is sent, so a client that has its answer finds the line (a dropped or stalled answer
-is logged after the half sent).
+is logged once its first half is sent, before the drop or the stall).
 Prints "listening PORT" on stdout once it accepts connections. With --certfile/--keyfile it serves
 HTTPS (the TLS tests).
 
@@ -128,9 +128,11 @@ def make_handler(args, plan, log, log_lock):
             if partial:
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()
+                # Logged before the stall: the client gives up on it after its own timeout,
+                # retries, and may look for this line long before the stall ends.
+                self.record(n, fault, resp.status)
                 if fault == "stall":
                     time.sleep(args.stall_seconds)
-                self.record(n, fault, resp.status)
                 self.reset()
                 return
             if self.command != "HEAD":
