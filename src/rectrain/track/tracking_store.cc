@@ -464,21 +464,6 @@ Status TrackingStore::SetFinal(RunId run, std::span<const MetricValue> values) {
   });
 }
 
-Status TrackingStore::AddTags(RunId run, std::span<const std::string> tags) {
-  std::lock_guard lock(mu_);
-  return WriteTxn([&]() -> Status {
-    RECTRAIN_RETURN_IF_ERROR(CheckRunExists(run));
-    RECTRAIN_ASSIGN_OR_RETURN(
-        Stmt * ins, db_->Cached("INSERT OR IGNORE INTO run_tags(run_id, tag) VALUES (?, ?)"));
-    for (const std::string& t : tags) {
-      ins->Reset();
-      ins->Bind(1, run).Bind(2, t);
-      RECTRAIN_RETURN_IF_ERROR(ins->Run());
-    }
-    return OkStatus();
-  });
-}
-
 Status TrackingStore::AddArtifact(RunId run, std::string_view kind, std::string_view path) {
   std::lock_guard lock(mu_);
   return WriteTxn([&]() -> Status {

@@ -215,7 +215,6 @@ class TrackingStore {
   Status LogMetrics(RunId run, int64_t step, std::span<const MetricValue> values);
   // Upserts final metrics (e.g. best validation AUC). NotFound for an unknown run.
   Status SetFinal(RunId run, std::span<const MetricValue> values);
-  Status AddTags(RunId run, std::span<const std::string> tags);
   Status AddArtifact(RunId run, std::string_view kind, std::string_view path);
   Status AddDataFile(RunId run, const DataFile& file);
   Status Heartbeat(RunId run);
