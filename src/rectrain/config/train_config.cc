@@ -37,13 +37,10 @@ optim::LrScheduleConfig TrainConfig::SparseLrSchedule() const {
   return s;
 }
 
-TrainConfig BindTrainConfig(ConfigBinder& b) {
-  TrainConfig c;
-  c.seed = static_cast<uint64_t>(b.Int("seed", 42, Range::Closed(0, kMaxInt)));
-  c.deterministic = b.Bool("deterministic", false);
-  c.threads = static_cast<int>(b.Int("threads", 2, Range::Closed(1, 256)));
+namespace {
 
-  // data.*
+// data.*: the files, their layout and how they are read
+void BindData(ConfigBinder& b, TrainConfig& c) {
   c.train_files = b.StringList("data.train", {});
   c.valid_files = b.StringList("data.valid", {});
   data::SchemaConfig& schema = c.data.schema;
@@ -107,8 +104,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   // Standardize/quantiles statistics always come from the training files, so validation and
   // eval rows are transformed like training rows.
   c.data.stats_files = c.train_files;
+}
 
-  // features.*
+// features.*: the default dense transform, hashing and per-feature transforms
+void BindFeatures(ConfigBinder& b, TrainConfig& c) {
   c.data.dense.fill = b.Float("features.fill", 0.0f, kDenseValue);
   c.data.dense.log1p = b.Bool("features.log1p", true);
   c.data.dense.clip_min = b.Float("features.clip_min", 0.0f, kDenseValue);
@@ -120,8 +119,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
       b.AddError("features.transforms." + feature, t.status().message());
     }
   }
+}
 
-  // model.*
+// model.*
+void BindModel(ConfigBinder& b, TrainConfig& c) {
   c.model.type = b.String("model.type", "deepfm", nn::ModelTypes());
   c.model.embedding_dim = static_cast<int>(b.Int("model.embedding_dim", 16, Range::Closed(1, 4096)));
   for (const auto& [field, dim] : b.IntMap("model.field_dims", {}, Range::Closed(1, 4096))) {
@@ -175,8 +176,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
                           ? nn::GemmPrecision::kBf16
                           : nn::GemmPrecision::kFp32;
   c.model.seed = DeriveSeed(c.seed, 0x6d6f64656cULL);  // "model"
+}
 
-  // embedding.*
+// embedding.*: the sparse tables, their optimizer, initializer and lifecycle
+void BindEmbedding(ConfigBinder& b, TrainConfig& c) {
   embedding::EmbeddingTableConfig& e = c.embedding;
   e.dim = c.model.embedding_dim;
   e.seed = DeriveSeed(c.seed, 0x656d62ULL);  // "emb"
@@ -209,8 +212,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   if ((e.num_shards & (e.num_shards - 1)) != 0) {
     b.AddError("embedding.shards", std::to_string(e.num_shards) + " is not a power of two");
   }
+}
 
-  // optimizer.*
+// optimizer.*: the dense optimizer and the learning-rate schedule
+void BindOptimizer(ConfigBinder& b, TrainConfig& c) {
   optim::DenseOptimizerConfig& o = c.optimizer;
   o.type = b.String("optimizer.type", "adam", {"sgd", "adagrad", "adam", "adamw"});
   c.lr_schedule.lr = b.Float("optimizer.lr", 1e-3f, Range::Positive());
@@ -239,8 +244,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   if (Status s = optim::ValidateLrSchedule(c.lr_schedule); !s.ok() && b.errors().empty()) {
     b.AddError("optimizer", s.message());  // backstop for rules the checks above do not cover
   }
+}
 
-  // train.*
+// train.*
+void BindTrain(ConfigBinder& b, TrainConfig& c) {
   TrainerSettings& t = c.train;
   t.epochs = b.Int("train.epochs", 1, Range::Closed(1, 1000000));
   t.max_steps = b.Int("train.max_steps", 0, Range::Closed(0, kMaxInt));
@@ -262,12 +269,16 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   }
   t.early_stopping.patience = b.Int("train.early_stopping.patience", 0, Range::Closed(0, kMaxInt));
   t.early_stopping.min_delta = b.Double("train.early_stopping.min_delta", 0.0, Range::AtLeast(0));
+}
 
-  // eval.*
+// eval.*
+void BindEval(ConfigBinder& b, TrainConfig& c) {
   c.eval.gauc = b.Bool("eval.gauc", false);
   c.eval.batch_size = b.Int("eval.batch_size", 0, Range::Closed(0, 1 << 20));
+}
 
-  // tracking.* / monitoring.* (docs/tracking.md)
+// tracking.* and monitoring.* (docs/tracking.md)
+void BindTracking(ConfigBinder& b, TrainConfig& c) {
   TrackingSettings& tr = c.tracking;
   tr.enabled = b.Bool("tracking.enabled", true);
   tr.workspace = b.String("tracking.workspace", "");
@@ -285,8 +296,10 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   mon.port = static_cast<int>(b.Int("monitoring.port", 0, Range::Closed(0, 65535)));
   mon.linger_on_failure_s = b.Double("monitoring.linger_on_failure_s", 0.0, Range::Closed(0, 3600));
   if (mon.host.empty()) b.AddError("monitoring.host", "must not be empty (default 127.0.0.1)");
+}
 
-  // checks.* (docs/data.md, "Data quality")
+// checks.* (docs/data.md, "Data quality")
+void BindChecks(ConfigBinder& b, TrainConfig& c) {
   data::DataChecks& ck = c.checks;
   ck.min_rows = b.Int("checks.min_rows", 1, Range::Closed(0, kMaxInt));
   ck.max_bad_rows = b.Int("checks.max_bad_rows", -1, Range::Closed(-1, kMaxInt));
@@ -325,8 +338,11 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
       ck.label_rate_max = *hi;
     }
   }
+}
 
-  // dist.* (docs/scaling.md)
+// dist.* (docs/scaling.md)
+void BindDist(ConfigBinder& b, TrainConfig& c) {
+  const TrainerSettings& t = c.train;
   const std::string dist_mode = b.String("dist.mode", "sync", {"sync", "async"});
   c.dist.mode = dist_mode == "async" ? DistMode::kAsync : DistMode::kSync;
   const std::string split = b.String("dist.data_split", "auto", {"auto", "shards", "batches"});
@@ -349,8 +365,12 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   c.dist.batch_per_rank = b.String("dist.batch", "global", {"global", "per_rank"}) == "per_rank";
   const std::string scaling = b.String("dist.lr_scaling", "none", {"none", "linear", "sqrt"});
   c.dist.lr_scaling = scaling == "linear" ? LrScaling::kLinear : scaling == "sqrt" ? LrScaling::kSqrt : LrScaling::kNone;
+}
 
-  // Cross-key consistency.
+// Keys that must agree across sections.
+void CheckCrossKeys(ConfigBinder& b, const TrainConfig& c) {
+  const data::SchemaConfig& schema = c.data.schema;
+  const TrainerSettings& t = c.train;
   if (c.train_files.empty()) {
     b.AddError("data.train", "is required: a file, a glob or a list of them (e.g. --set data.train=train.tsv)");
   }
@@ -372,6 +392,27 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
       schema.dense.empty() && schema.sparse.empty()) {
     b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
   }
+}
+
+}  // namespace
+
+// One binder per section, in the order of docs/config.md: errors are reported in that order.
+TrainConfig BindTrainConfig(ConfigBinder& b) {
+  TrainConfig c;
+  c.seed = static_cast<uint64_t>(b.Int("seed", 42, Range::Closed(0, kMaxInt)));
+  c.deterministic = b.Bool("deterministic", false);
+  c.threads = static_cast<int>(b.Int("threads", 2, Range::Closed(1, 256)));
+  BindData(b, c);
+  BindFeatures(b, c);
+  BindModel(b, c);
+  BindEmbedding(b, c);
+  BindOptimizer(b, c);
+  BindTrain(b, c);
+  BindEval(b, c);
+  BindTracking(b, c);
+  BindChecks(b, c);
+  BindDist(b, c);
+  CheckCrossKeys(b, c);
   return c;
 }
 
