@@ -120,7 +120,7 @@ U=$(sed -n 's/^rectrain serve: \(http[^ ]*\) .*/\1/p' serve.out)
 code=$(curl -s -o readyz.txt -w '%{http_code}' "$U/readyz")
 [ "$code" = 503 ] || fail "with only the torn version, readyz answered $code: $(cat readyz.txt)"
 code=$(curl -s -o predict.txt -w '%{http_code}' -X POST -d '{"lines": ["0"]}' "$U/v1/predict")
-[ "$code" = 503 ] && grep -q "no model loaded yet" predict.txt || fail "with only the torn version, predict answered $code: $(cat predict.txt)"
+[ "$code" = 503 ] && grep -q "no model loaded yet (no version in s3://data/models has its manifest.json)" predict.txt || fail "with only the torn version, predict answered $code: $(cat predict.txt)"
 echo "with only the torn version: readyz 503 $(cat readyz.txt), predict 503 $(cat predict.txt)"
 "$B" export m --out s3://data/models/1 >/dev/null || fail "export of version 1"
 ready 1

@@ -618,7 +618,12 @@ http::RouteReply ModelService::HandlePredict(std::string_view body) {
     return r;
   };
   std::shared_ptr<Loaded> model = s.Current();
-  if (!model) return finish(ErrorReply(UnavailableError("no model loaded yet (no complete version in " + s.options.model_path + ")")));
+  if (!model) {
+    // From a store: the prefix the user named, not the local cache it is mirrored in.
+    const std::string why = s.remote_path.empty() ? "no complete version in " + s.options.model_path
+                                                   : "no version in " + s.remote_path + " has its manifest.json";
+    return finish(ErrorReply(UnavailableError("no model loaded yet (" + why + ")")));
+  }
   {
     std::lock_guard lock(s.queue_mu);
     ++s.arriving;
