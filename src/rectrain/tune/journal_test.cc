@@ -1,7 +1,9 @@
 #include "rectrain/tune/journal.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -57,6 +59,14 @@ TEST(Journal, ADamagedLineInsideIsDataLoss) {
   EXPECT_NE(j.status().message().find("line 2"), std::string::npos);
 }
 
+// The exit of `p`, polled every 10 ms for at most 10 s (nullopt: it did not end in time).
+std::optional<ExitInfo> WaitExit(TrialProcess& p) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::optional<ExitInfo> e;
+  while (!(e = p.Poll()) && std::chrono::steady_clock::now() < deadline) usleep(10000);
+  return e;
+}
+
 TEST(Launcher, LocalProcessExitAndSignals) {
   const std::string log = Fresh("launch.log");
   LaunchRequest r;
@@ -64,8 +74,8 @@ TEST(Launcher, LocalProcessExitAndSignals) {
   r.log_path = log;
   auto p = MakeLocalLauncher()->Start(r);
   ASSERT_TRUE(p.ok());
-  std::optional<ExitInfo> e;
-  while (!(e = (*p)->Poll())) usleep(10000);
+  std::optional<ExitInfo> e = WaitExit(**p);
+  ASSERT_TRUE(e.has_value()) << "the process did not end within 10 s";
   EXPECT_EQ(e->Describe(), "exit code 3");
   std::ifstream in(log);
   std::string line;
@@ -77,7 +87,8 @@ TEST(Launcher, LocalProcessExitAndSignals) {
   ASSERT_TRUE(q.ok());
   EXPECT_TRUE(ProcessAlive((*q)->pid()));
   (*q)->Signal(SIGTERM);
-  while (!(e = (*q)->Poll())) usleep(10000);
+  e = WaitExit(**q);
+  ASSERT_TRUE(e.has_value()) << "SIGTERM did not end the process within 10 s";
   EXPECT_EQ(e->Describe(), "killed by SIGTERM");
 }
 
@@ -91,8 +102,8 @@ TEST(Launcher, TemplateSubstitutesPlaceholdersWithQuoting) {
   r.log_path = Fresh("template.log");
   auto p = t->Start(r);
   ASSERT_TRUE(p.ok());
-  std::optional<ExitInfo> e;
-  while (!(e = (*p)->Poll())) usleep(10000);
+  std::optional<ExitInfo> e = WaitExit(**p);
+  ASSERT_TRUE(e.has_value()) << "the process did not end within 10 s";
   EXPECT_EQ(e->exit_code, 0);
   std::ifstream in(r.log_path);
   std::string line;

@@ -13,6 +13,42 @@
 namespace rectrain::tune {
 namespace {
 
+// A child process leading its own process group (Spawn).
+class ChildProcess final : public TrialProcess {
+ public:
+  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  ~ChildProcess() override {
+    if (!exit_) Poll();  // reaps the child if it already ended (never blocks)
+  }
+  pid_t pid() const override { return pid_; }
+  std::optional<ExitInfo> Poll() override;
+  void Signal(int sig) override {
+    if (kill(-pid_, sig) != 0) kill(pid_, sig);
+  }
+
+ private:
+  pid_t pid_;
+  std::optional<ExitInfo> exit_;
+};
+
+std::optional<ExitInfo> ChildProcess::Poll() {
+  if (exit_) return exit_;
+  int status = 0;
+  const pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return std::nullopt;
+  ExitInfo e;
+  if (r < 0) {
+    e.exit_code = 255;  // not our child any more (cannot happen in the tuner): report it ended
+  } else if (WIFSIGNALED(status)) {
+    e.signaled = true;
+    e.signal = WTERMSIG(status);
+  } else {
+    e.exit_code = WEXITSTATUS(status);
+  }
+  exit_ = e;
+  return exit_;
+}
+
 // fork + exec with the child leading its own process group, its output in the log and
 // SIGTERM on the tuner's death. Everything the child touches is prepared before fork (the
 // tuner has threads: only async-signal-safe calls between fork and exec).
@@ -49,7 +85,7 @@ Result<std::unique_ptr<TrialProcess>> Spawn(const std::vector<std::string>& argv
   }
   setpgid(pid, pid);  // also from the parent, so Signal() works before the child ran
   ::close(log_fd);
-  return std::make_unique<TrialProcess>(pid);
+  return std::unique_ptr<TrialProcess>(std::make_unique<ChildProcess>(pid));
 }
 
 std::string Joined(const std::vector<std::string>& argv) {
@@ -107,32 +143,6 @@ std::string ExitInfo::Describe() const {
   if (!signaled) return "exit code " + std::to_string(exit_code);
   const char* name = sigabbrev_np(signal);
   return std::string("killed by SIG") + (name != nullptr ? name : std::to_string(signal).c_str());
-}
-
-TrialProcess::~TrialProcess() {
-  if (!exit_) Poll();
-}
-
-std::optional<ExitInfo> TrialProcess::Poll() {
-  if (exit_) return exit_;
-  int status = 0;
-  const pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == 0) return std::nullopt;
-  ExitInfo e;
-  if (r < 0) {
-    e.exit_code = 255;  // not our child any more (cannot happen in the tuner): report it ended
-  } else if (WIFSIGNALED(status)) {
-    e.signaled = true;
-    e.signal = WTERMSIG(status);
-  } else {
-    e.exit_code = WEXITSTATUS(status);
-  }
-  exit_ = e;
-  return exit_;
-}
-
-void TrialProcess::Signal(int sig) const {
-  if (kill(-pid_, sig) != 0) kill(pid_, sig);
 }
 
 std::unique_ptr<Launcher> MakeLocalLauncher() { return std::make_unique<LocalLauncher>(); }

@@ -36,19 +36,17 @@ struct ExitInfo {
   std::string Describe() const;  // "exit code 1", "killed by SIGKILL"
 };
 
+// A started trial. The launchers below return child processes (reaped, if they already ended,
+// when the object goes); a test's launcher may return anything that answers these calls.
 class TrialProcess {
  public:
-  explicit TrialProcess(pid_t pid) : pid_(pid) {}
-  ~TrialProcess();  // reaps the child if it already ended (never blocks)
-  pid_t pid() const { return pid_; }
-  // The exit once the process ended (reaped), nullopt while it runs.
-  std::optional<ExitInfo> Poll();
+  virtual ~TrialProcess() = default;
+  // The process id the journal records (to end a survivor on --resume); 0 when there is none.
+  virtual pid_t pid() const = 0;
+  // The exit once the process ended, nullopt while it runs.
+  virtual std::optional<ExitInfo> Poll() = 0;
   // Sends `sig` to the process group.
-  void Signal(int sig) const;
-
- private:
-  pid_t pid_;
-  std::optional<ExitInfo> exit_;
+  virtual void Signal(int sig) = 0;
 };
 
 class Launcher {

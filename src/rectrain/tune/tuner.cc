@@ -40,6 +40,14 @@ const char* TrialStateName(TrialState s) {
 
 namespace {
 
+class RealClock final : public StudyClock {
+ public:
+  double Now() const override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  void Sleep(double seconds) const override { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+};
+
 constexpr TrialState kAllStates[] = {TrialState::kPending, TrialState::kRunning, TrialState::kPaused,
                                      TrialState::kFinished, TrialState::kStopped, TrialState::kFailed};
 
@@ -146,15 +154,22 @@ struct Trial {
 class Study {
  public:
   Study(const StudySpec& spec, const TunerOptions& o)
-      : spec_(spec), o_(o), searcher_(MakeSearcher(spec)), scheduler_(MakeScheduler(spec)) {
-    launcher_ = spec.launcher.command_template.empty()
-                    ? MakeLocalLauncher()
-                    : MakeTemplateLauncher(spec.launcher.command_template, spec.launcher.hosts);
+      : spec_(spec),
+        o_(o),
+        clock_(o.clock != nullptr ? *o.clock : RealStudyClock()),
+        searcher_(MakeSearcher(spec)),
+        scheduler_(MakeScheduler(spec)) {
+    if (o.launcher == nullptr) {
+      own_launcher_ = spec.launcher.command_template.empty()
+                          ? MakeLocalLauncher()
+                          : MakeTemplateLauncher(spec.launcher.command_template, spec.launcher.hosts);
+    }
+    launcher_ = o.launcher != nullptr ? o.launcher : own_launcher_.get();
     slots_.assign(static_cast<size_t>(spec.concurrency()), -1);
   }
 
   Result<StudyResult> Run() {
-    const auto wall_start = std::chrono::steady_clock::now();
+    const double wall_start = clock_.Now();
     RECTRAIN_RETURN_IF_ERROR(Prepare());
     RECTRAIN_RETURN_IF_ERROR(RegisterSeries());
     if (!cache_done_ && spec_.build_cache) {
@@ -166,7 +181,7 @@ class Study {
         (study_run_ ? ", tracking run " + std::to_string(*study_run_) : ""));
     double last_draw = -1e9;
     for (;;) {
-      const auto tick = std::chrono::steady_clock::now();
+      const double tick = clock_.Now();
       RECTRAIN_RETURN_IF_ERROR(Poll());
       if (o_.stop_signal != nullptr && o_.stop_signal->load() != 0) {
         interrupted_ = o_.stop_signal->load();
@@ -180,8 +195,8 @@ class Study {
         last_draw = now;
       }
       UpdateSeries();
-      overhead_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - tick).count();
-      std::this_thread::sleep_for(std::chrono::duration<double>(o_.poll_interval_s));
+      overhead_ += clock_.Now() - tick;
+      clock_.Sleep(o_.poll_interval_s);
     }
     StudyResult out;
     if (interrupted_ != 0) {
@@ -189,7 +204,11 @@ class Study {
       out.interrupted = true;
       out.signal = interrupted_;
     } else {
-      RECTRAIN_RETURN_IF_ERROR(Conclude(&out));
+      RECTRAIN_RETURN_IF_ERROR(Conclude());
+    }
+    if (tracking_failures_ > 1) {
+      Log("warning: " + std::to_string(tracking_failures_) + " writes to the tracking store failed (the first is logged "
+          "above); journal.jsonl has every event");
     }
     UpdateSeries();
     for (const auto& t : trials_) out.trials.push_back(t.r);
@@ -204,11 +223,15 @@ class Study {
   }
 
  private:
-  static double Seconds(std::chrono::steady_clock::time_point since) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-  }
+  double Seconds(double since) const { return clock_.Now() - since; }
   void Log(const std::string& line) {
     if (o_.log) o_.log(line);
+  }
+  // The tracking store is a record of the study beside its journal: a write that fails does not
+  // stop the study, and is never silent: the first failure is logged, the count at the end.
+  void Tracked(const Status& s, const std::string& what) {
+    if (s.ok()) return;
+    if (tracking_failures_++ == 0) Log("warning: the tracking store could not " + what + ": " + s.ToString());
   }
   Status Journal(json e) { return journal_->Append(std::move(e)); }
   size_t Running() const {
@@ -363,10 +386,11 @@ class Study {
         t->eval_offset = e.value("offset", int64_t{0});
         t->r.value = JsonNumber(e, "value");
         t->step = e.value("step", int64_t{0});
-        (void)scheduler_->OnResult(id, e.value("budget", int64_t{0}), t->r.value);
+        // The decision was acted on when the result came in: the journal has what followed.
+        scheduler_->OnResult(id, e.value("budget", int64_t{0}), t->r.value);
       } else if (ev == "rung") {
         const double v = JsonNumber(e, "value");
-        (void)scheduler_->OnBudgetDone(id, e.value("budget", int64_t{0}), v, e.value("complete", false));
+        scheduler_->OnBudgetDone(id, e.value("budget", int64_t{0}), v, e.value("complete", false));  // as above
         t->r.rung = scheduler_->RungOf(id);
         t->r.budget = e.value("budget", int64_t{0});
         t->r.value = v;
@@ -391,7 +415,7 @@ class Study {
         ready_.push_back(t.r.id);
       }
     }
-    if (study_run_ && o_.store != nullptr) (void)o_.store->ReopenRun(*study_run_);
+    if (study_run_ && o_.store != nullptr) Tracked(o_.store->ReopenRun(*study_run_), "reopen the study's run");
     return OkStatus();
   }
 
@@ -401,7 +425,7 @@ class Study {
     if (!ProcessAlive(t.pid)) return;
     Log("trial " + TrialName(t.r.id) + ": process " + std::to_string(t.pid) + " is still running; stopping it (SIGTERM) to resume it");
     kill(-t.pid, SIGTERM);
-    for (int i = 0; i < 1200 && ProcessAlive(t.pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 1200 && ProcessAlive(t.pid); ++i) clock_.Sleep(0.1);
     if (ProcessAlive(t.pid)) kill(-t.pid, SIGKILL);
   }
 
@@ -420,7 +444,7 @@ class Study {
     std::optional<ExitInfo> exit;
     while (!(exit = proc->Poll())) {
       if (o_.stop_signal != nullptr && o_.stop_signal->load() != 0) proc->Signal(SIGTERM);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      clock_.Sleep(0.05);
     }
     if (exit->signaled || exit->exit_code != 0) {
       return FailedPreconditionError("building the sample cache failed (" + exit->Describe() + "): " + LogTail(log_path, 3) +
@@ -566,12 +590,12 @@ class Study {
     for (size_t slot = 0; slot < slots_.size(); ++slot) {
       if (slots_[slot] < 0) continue;
       Trial& t = trials_[static_cast<size_t>(slots_[slot])];
-      if (!t.r.run) LearnRun(t);
+      RECTRAIN_RETURN_IF_ERROR(LearnRun(t));
       RECTRAIN_RETURN_IF_ERROR(ReadEvals(t));
       std::optional<ExitInfo> exit = t.proc->Poll();
       if (!exit) continue;
       RECTRAIN_RETURN_IF_ERROR(ReadEvals(t));  // what it wrote before it exited
-      if (!t.r.run) LearnRun(t);
+      RECTRAIN_RETURN_IF_ERROR(LearnRun(t));
       slots_[slot] = -1;
       t.slot = -1;
       RECTRAIN_RETURN_IF_ERROR(OnExit(t, *exit));
@@ -580,14 +604,18 @@ class Study {
     return OkStatus();
   }
 
-  void LearnRun(Trial& t) {
+  // The trial's tracking run, once its tracking.json appears; journaled (a failed append stops
+  // the study, as for every event it acts on).
+  Status LearnRun(Trial& t) {
+    if (t.r.run) return OkStatus();
     std::ifstream in(t.r.dir + "/tracking.json");
-    if (!in) return;
+    if (!in) return OkStatus();
     const json j = json::parse(in, nullptr, false);
-    if (!j.is_object() || !j.contains("run") || !j["run"].is_number_integer()) return;
+    if (!j.is_object() || !j.contains("run") || !j["run"].is_number_integer()) return OkStatus();
     t.r.run = j["run"].get<track::RunId>();
-    (void)Journal({{"ev", "run"}, {"trial", t.r.id}, {"run", *t.r.run}});
+    RECTRAIN_RETURN_IF_ERROR(Journal({{"ev", "run"}, {"trial", t.r.id}, {"run", *t.r.run}}));
     RecordTrialLive(t);
+    return OkStatus();
   }
 
   // The trial's tune/* figures as final metrics of its run, kept current while it runs, so the
@@ -599,7 +627,7 @@ class Study {
                                          {"tune/budget", static_cast<double>(t.r.budget)}};
     if (t.step) m.emplace_back("tune/step", static_cast<double>(*t.step));
     if (std::isfinite(t.r.value)) m.emplace_back("tune/value", t.r.value);
-    (void)o_.store->SetFinal(*t.r.run, m);
+    Tracked(o_.store->SetFinal(*t.r.run, m), "record trial " + TrialName(t.r.id) + "'s figures");
   }
 
   Status ReadEvals(Trial& t) {
@@ -669,7 +697,7 @@ class Study {
                                         {"value", v}, {"complete", complete}}));
       if (o_.store != nullptr && t.r.run) {
         const track::MetricValue m[] = {{"tune/rung", static_cast<double>(t.r.rung)}};
-        (void)o_.store->LogMetrics(*t.r.run, steps, m);
+        Tracked(o_.store->LogMetrics(*t.r.run, steps, m), "log trial " + TrialName(t.r.id) + "'s rung");
       }
       return End(t, d.action == Decision::Action::kPause ? TrialState::kPaused : TrialState::kFinished, d.reason);
     }
@@ -697,7 +725,8 @@ class Study {
       const track::RunStatus rs = state == TrialState::kFinished ? track::RunStatus::kFinished
                                   : state == TrialState::kFailed ? track::RunStatus::kFailed
                                                                  : track::RunStatus::kStopped;
-      (void)o_.store->FinishRun(*t.r.run, rs, std::string(TrialStateName(state)) + ": " + reason);
+      Tracked(o_.store->FinishRun(*t.r.run, rs, std::string(TrialStateName(state)) + ": " + reason),
+              "end trial " + TrialName(t.r.id) + "'s run");
     }
     Log("trial " + TrialName(t.r.id) + " " + TrialStateName(state) + (std::isfinite(t.r.value) && state != TrialState::kFailed ? " (" + spec_.metric + " " + Fixed(t.r.value) + ")" : "") + ": " + reason);
     RecordStudyProgress();
@@ -711,7 +740,7 @@ class Study {
     std::vector<track::MetricValue> m = {{"tune/elapsed_s", UnixNow() - StudyStart()}};
     if (best >= 0) m.emplace_back("tune/best", trials_[static_cast<size_t>(best)].r.value);
     for (TrialState s : kAllStates) m.emplace_back(std::string("tune/trials_") + TrialStateName(s), static_cast<double>(Count(s)));
-    (void)o_.store->LogMetrics(*study_run_, results_, m);
+    Tracked(o_.store->LogMetrics(*study_run_, results_, m), "log the study's progress");
   }
 
   double StudyStart() const {
@@ -747,26 +776,32 @@ class Study {
     for (int id : slots_) {
       if (id >= 0) trials_[static_cast<size_t>(id)].proc->Signal(SIGTERM);
     }
-    const auto start = std::chrono::steady_clock::now();
+    const double start = clock_.Now();
+    Status first_error;  // every trial is stopped first; then the first error is returned
     while (Running() > 0) {
       for (size_t slot = 0; slot < slots_.size(); ++slot) {
         if (slots_[slot] < 0) continue;
         Trial& t = trials_[static_cast<size_t>(slots_[slot])];
         if (t.proc->Poll()) {
-          (void)ReadEvals(t);
+          Status read = ReadEvals(t);  // its last results, journaled
+          if (first_error.ok()) first_error = read;
           slots_[slot] = -1;  // no state event: the journal still says running, so --resume resumes it
         } else if (Seconds(start) > 120) {
           t.proc->Signal(SIGKILL);
         }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      clock_.Sleep(0.05);
     }
+    RECTRAIN_RETURN_IF_ERROR(first_error);
     RECTRAIN_RETURN_IF_ERROR(Journal({{"ev", "interrupted"}, {"signal", interrupted_}}));
-    if (o_.store != nullptr && study_run_) (void)o_.store->FinishRun(*study_run_, track::RunStatus::kStopped, "interrupted; resume with rectrain tune --resume " + o_.study_dir);
+    if (o_.store != nullptr && study_run_) {
+      Tracked(o_.store->FinishRun(*study_run_, track::RunStatus::kStopped, "interrupted; resume with rectrain tune --resume " + o_.study_dir),
+              "end the study's run");
+    }
     return OkStatus();
   }
 
-  Status Conclude(StudyResult* out) {
+  Status Conclude() {
     for (Trial& t : trials_) {
       if (t.r.state == TrialState::kPaused) {
         RECTRAIN_RETURN_IF_ERROR(End(t, TrialState::kStopped, scheduler_->StoppedReason(t.r.id)));
@@ -794,11 +829,11 @@ class Study {
         finals.emplace_back("tune/best_trial", best);
       }
       for (TrialState s : kAllStates) finals.emplace_back(std::string("tune/trials_") + TrialStateName(s), static_cast<double>(Count(s)));
-      (void)o_.store->SetFinal(*study_run_, finals);
-      (void)o_.store->FinishRun(*study_run_, track::RunStatus::kFinished,
-                                best >= 0 ? "best: trial " + TrialName(best) : "no trial reported " + spec_.metric);
+      Tracked(o_.store->SetFinal(*study_run_, finals), "record the study's result");
+      Tracked(o_.store->FinishRun(*study_run_, track::RunStatus::kFinished,
+                                  best >= 0 ? "best: trial " + TrialName(best) : "no trial reported " + spec_.metric),
+              "end the study's run");
     }
-    (void)out;
     return OkStatus();
   }
 
@@ -843,9 +878,12 @@ class Study {
 
   const StudySpec& spec_;
   const TunerOptions& o_;
+  const StudyClock& clock_;
+  int64_t tracking_failures_ = 0;
   std::unique_ptr<Searcher> searcher_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Launcher> launcher_;
+  std::unique_ptr<Launcher> own_launcher_;  // the study's, when TunerOptions gives none
+  Launcher* launcher_ = nullptr;
   std::unique_ptr<tune::Journal> journal_;
   TrialConfigInfo base_;
   std::vector<Trial> trials_;
@@ -901,6 +939,11 @@ std::string TrialTable(const StudySpec& spec, const std::vector<TrialResult>& tr
   }
   if (rows.size() > max_rows) out += "  ... " + std::to_string(rows.size() - max_rows) + " more\n";
   return out;
+}
+
+const StudyClock& RealStudyClock() {
+  static const RealClock* const clock = new RealClock;
+  return *clock;
 }
 
 Result<StudyResult> RunStudy(const StudySpec& spec, const TunerOptions& options) {

@@ -18,6 +18,9 @@
 // results are kept, trials that were running are ended if a process survived and resumed
 // from their checkpoints.
 //
+// The launcher and the clock are given in TunerOptions (a test runs the study loop with trials
+// that are not processes and a clock whose waits take no time: tune/tuner_test.cc).
+//
 // Thread safety: one study per tuner; RunStudy runs on the calling thread.
 #pragma once
 
@@ -82,6 +85,17 @@ struct StudyResult {
   int signal = 0;
 };
 
+// The tuner's clock: monotonic seconds for its timings (wall time, overhead, the table) and its
+// waits between polls. The journal's and the tracking store's times stay Unix time (UnixNow).
+class StudyClock {
+ public:
+  virtual ~StudyClock() = default;
+  virtual double Now() const = 0;
+  virtual void Sleep(double seconds) const = 0;
+};
+// std::chrono::steady_clock and std::this_thread::sleep_for; lives for the whole process.
+const StudyClock& RealStudyClock();
+
 struct TunerOptions {
   std::string study_dir;                 // required
   bool resume = false;                   // continue the study in study_dir
@@ -95,6 +109,10 @@ struct TunerOptions {
   std::function<void(const std::string&)> draw;
   double table_interval_s = 1.0;
   double poll_interval_s = 0.1;
+  // How trials start. Null: from the study (launcher.command's template, else a child process
+  // of the tuner). Must outlive RunStudy. The sample cache is always built by a local child.
+  Launcher* launcher = nullptr;
+  const StudyClock* clock = nullptr;  // null: RealStudyClock()
 };
 
 // Runs (or resumes) the study. Errors before any trial: the study against the training config
