@@ -149,6 +149,7 @@ class DistTrain : public ::testing::Test {
       o.resume = resume;
       o.stop_signal = stop;
       o.progress = 0;
+      o.size_compute_pool = SetComputePoolThreads;
       o.echo = false;
       o.comm = world > 1 ? &comm : nullptr;
       o.observer = observer;
@@ -410,6 +411,7 @@ TEST_F(DistTrain, GradientAccumulationWithMultiValuedFields) {
     train::TrainerOptions o;
     o.run_dir = run;
     o.progress = 0;
+    o.size_compute_pool = SetComputePoolThreads;
     o.echo = false;
     auto s = train::Train(*c, o);
     EXPECT_TRUE(s.ok()) << s.status();
@@ -477,7 +479,7 @@ TEST_F(DistTrain, AsyncWorkersAndServersTrainTogether) {
     EXPECT_EQ(testing::ReadAll(run + "/train.log").find("x the minimum"), std::string::npos);
     for (int k = 1; k < 4; ++k) EXPECT_EQ(r.summary[static_cast<size_t>(k)].valid.auc, s.valid.auc);
     // The checkpoint reloads into one process (rows by id): eval sees the same model.
-    auto ev = train::EvaluateRun({.run_dir = run, .files = {*valid_}});
+    auto ev = train::EvaluateRun({.run_dir = run, .files = {*valid_}, .size_compute_pool = SetComputePoolThreads});
     ASSERT_TRUE(ev.ok()) << ev.status();
     EXPECT_NEAR(ev->metrics.auc, s.valid.auc, 1e-6);
     std::printf("async 2 workers + 2 servers, staleness %d: auc %.5f (sync %.5f)\n", staleness, s.valid.auc,
@@ -494,6 +496,7 @@ TEST_F(DistTrain, DifferentConfigsOnTheRanksAreAnError) {
     train::TrainerOptions o;
     o.run_dir = run;
     o.progress = 0;
+    o.size_compute_pool = SetComputePoolThreads;
     o.echo = false;
     o.comm = &comm;
     return train::Train(comm.rank() == 0 ? *c0 : *c1, o).status();

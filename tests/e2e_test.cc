@@ -30,6 +30,7 @@ TEST(EndToEnd, DeepFmOnEasyDataReachesTheOracleAuc) {
   train::TrainerOptions o;
   o.run_dir = dir + "/run";
   o.progress = 0;
+  o.size_compute_pool = SetComputePoolThreads;
   o.echo = false;
   auto s = train::Train(*c, o);
   ASSERT_TRUE(s.ok()) << s.status();

@@ -54,6 +54,7 @@ class TrainIntegration : public ::testing::Test {
     o.resume = resume;
     o.stop_signal = stop;
     o.progress = 0;
+    o.size_compute_pool = SetComputePoolThreads;
     o.echo = false;
     o.observer = observer;
     return train::Train(*c, o);
@@ -252,6 +253,7 @@ TEST_F(TrainIntegration, CheckpointRotationSummaryAndEval) {
   train::EvalOptions eo;
   eo.run_dir = run;
   eo.files = {*valid_};
+  eo.size_compute_pool = SetComputePoolThreads;
   auto e = train::EvaluateRun(eo);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->metrics.rows, 2000);

@@ -6,6 +6,8 @@
 
 namespace rectrain {
 
+void SetComputePoolThreads(int threads) { omp_set_num_threads(std::max(1, threads)); }
+
 Status ParallelFor(const ComputeContext& ctx, int64_t n, int64_t grain,
                    const std::function<Status(int64_t, int64_t)>& fn) {
   const int ranges = NumRanges(ctx, n, grain);

@@ -37,6 +37,12 @@ Status ParallelFor(const ComputeContext& ctx, int64_t n, int64_t grain,
 void ParallelForEach(const ComputeContext& ctx, int64_t n, int64_t grain,
                      const std::function<void(int thread_idx, int64_t begin, int64_t end)>& fn);
 
+// Sizes the OpenMP pool (its nthreads-var, which oneDNN's GEMMs follow) for the calling thread
+// and the parallel regions it starts. Process state: called where a process decides its threads
+// (the CLI, a test harness, a benchmark), never inside a library, which gets it as a function
+// (train::TrainerOptions::size_compute_pool) or a ComputeContext.
+void SetComputePoolThreads(int threads);
+
 // Number of ranges ParallelFor/ParallelForEach will use for (n, grain).
 inline int NumRanges(const ComputeContext& ctx, int64_t n, int64_t grain) {
   if (n <= 0) return 0;

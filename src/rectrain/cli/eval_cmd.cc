@@ -37,6 +37,7 @@ int RunEval(const std::vector<std::string>& args) {
   if (options.files.empty()) return ReportError(kCmd, InvalidArgumentError("--data FILE is required"));
   if (threads < 0) return ReportError(kCmd, InvalidArgumentError("--threads must be >= 1"));
   options.threads = static_cast<int>(threads);
+  options.size_compute_pool = SetComputePoolThreads;
   auto report = train::EvaluateRun(options);
   if (!report.ok()) return ReportError(kCmd, report.status());
   const train::EvalMetrics& m = report->metrics;

@@ -7,6 +7,11 @@
 
 namespace rectrain::cli {
 
+std::string EnvString(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
 void ReexecWithComputePoolEnv(char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr ||
       std::getenv("RECTRAIN_KEEP_OMP_ENV") != nullptr) {

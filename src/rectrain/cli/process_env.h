@@ -3,7 +3,14 @@
 // Thread safety: call once, first thing in main(), before any other thread exists.
 #pragma once
 
+#include <string>
+
 namespace rectrain::cli {
+
+// The environment variable `name` ("" when unset). The CLI is where rectrain reads its
+// environment ($RECTRAIN_TRACKING_STORE, $RECTRAIN_METRICS_TOKEN, ...); libraries get the values
+// as arguments.
+std::string EnvString(const char* name);
 
 // libgomp reads its spin policy only from the environment when the library loads. Its default
 // spins ~300k iterations at every barrier, which is right for a dedicated machine but stalls

@@ -105,6 +105,7 @@ int RunQuickstart(const std::vector<std::string>& args) {
   train::TrainerOptions options;
   options.run_dir = run_dir;
   options.stop_signal = EnableGracefulStop(kCheckpointStopNote);
+  options.size_compute_pool = SetComputePoolThreads;
   auto summary = train::Train(*loaded, options);
   if (!summary.ok()) return ReportError(kCmd, summary.status());
   const train::TrainSummary& s = *summary;

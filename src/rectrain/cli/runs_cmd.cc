@@ -7,6 +7,7 @@
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
+#include "rectrain/cli/process_env.h"
 #include "rectrain/track/workspace.h"
 #include "rectrain/track/runs_report.h"
 #include "rectrain/track/tracking_store.h"
@@ -56,7 +57,7 @@ int RunRuns(const std::vector<std::string>& in_args) {
     std::fputs(kStoreHelp, out);
     return args.empty() ? 2 : 0;
   }
-  const std::string path = track::ResolveStorePath(store_path, workspace);
+  const std::string path = track::ResolveStorePath(store_path, EnvString(track::kStoreEnv), workspace);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     return ReportError(kCmd, NotFoundError("no tracking store at " + path +

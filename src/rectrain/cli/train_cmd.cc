@@ -11,8 +11,10 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
 #include "rectrain/dist/launch.h"
+#include "rectrain/track/workspace.h"
 #include "rectrain/train/session.h"
 
 namespace rectrain::cli {
@@ -98,6 +100,9 @@ int RunTrain(const std::vector<std::string>& args) {
   // mpirun right before SIGKILL, when "writing a checkpoint" would be false.
   o.stop_signal = EnableGracefulStop(comm->distributed() ? "" : kCheckpointStopNote);
   o.comm = comm.get();
+  o.size_compute_pool = SetComputePoolThreads;
+  o.metrics_token = EnvString("RECTRAIN_METRICS_TOKEN");
+  o.tracking_store_env = EnvString(track::kStoreEnv);
   o.note = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);

@@ -15,6 +15,7 @@
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
+#include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/http/prometheus.h"
@@ -36,7 +37,7 @@ std::string SelfExe() {
 
 // The training config of a trial: the study's base with `sets`, as `rectrain train` loads it.
 tune::ConfigChecker MakeChecker(const tune::StudySpec& spec, const std::string& study_dir) {
-  return [spec_base = spec.base_path, inline_base = spec.base_yaml, study_dir](
+  return [spec_base = spec.base_path, inline_base = spec.base_yaml, study_dir, env_store = EnvString(track::kStoreEnv)](
              const std::vector<std::string>& sets) -> Result<tune::TrialConfigInfo> {
     Result<config::LoadedConfig> loaded =
         spec_base.empty() ? config::LoadTrainConfigFromString(inline_base, study_dir + "/base.yaml", sets)
@@ -51,7 +52,7 @@ tune::ConfigChecker MakeChecker(const tune::StudySpec& spec, const std::string& 
     info.eval_every_steps = c.train.eval_every_steps;
     info.epochs = c.train.epochs;
     info.tracking = c.tracking.enabled;
-    info.store_path = track::ResolveStorePath(c.tracking.store, c.tracking.workspace);
+    info.store_path = track::ResolveStorePath(c.tracking.store, env_store, c.tracking.workspace);
     return info;
   };
 }

@@ -46,7 +46,7 @@ int RunUi(const std::vector<std::string>& args) {
     return ReportError(kCmd, InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(port)));
   }
   http::UiOptions o;
-  o.store_path = track::ResolveStorePath(store, workspace);
+  o.store_path = track::ResolveStorePath(store, EnvString(track::kStoreEnv), workspace);
   o.host = host;
   o.port = static_cast<int>(port);
   o.token = token;

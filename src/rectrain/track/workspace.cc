@@ -1,14 +1,14 @@
 #include "rectrain/track/workspace.h"
 
-#include <cstdlib>
 #include <filesystem>
 
 namespace rectrain::track {
 namespace fs = std::filesystem;
 
-std::string ResolveStorePath(const std::string& explicit_store, const std::string& workspace) {
+std::string ResolveStorePath(const std::string& explicit_store, const std::string& env_store,
+                             const std::string& workspace) {
   if (!explicit_store.empty()) return explicit_store;
-  if (const char* env = std::getenv(kStoreEnv); env != nullptr && *env != '\0') return env;
+  if (!env_store.empty()) return env_store;
   return (fs::path(workspace.empty() ? "." : workspace) / ".rectrain" / "tracking.db").string();
 }
 

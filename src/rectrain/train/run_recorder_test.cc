@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -236,8 +237,15 @@ TEST_F(RunRecorderTest, HeartbeatThreadRefreshes) {
   ASSERT_TRUE(rec.ok());
   const track::RunId id = *(*rec)->run_id();
   const double t0 = store_->GetRun(id)->summary.heartbeat_time;
-  usleep(300000);
-  EXPECT_GT(store_->GetRun(id)->summary.heartbeat_time, t0);
+  // The heartbeat moves within a few of its periods; polled with a deadline (a loaded machine
+  // may delay the thread, never by seconds).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  double t = t0;
+  while (t <= t0 && std::chrono::steady_clock::now() < deadline) {
+    usleep(10000);
+    t = store_->GetRun(id)->summary.heartbeat_time;
+  }
+  EXPECT_GT(t, t0);
   (*rec)->Fail(CancelledError("test"));
 }
 

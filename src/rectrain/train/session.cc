@@ -34,8 +34,7 @@ std::string DefaultRunDir(const std::string& config_path) {
 }
 
 // The tracking store of the run (tracking.*), created with its directory if absent.
-Result<std::unique_ptr<track::TrackingStore>> OpenStore(const config::TrackingSettings& t) {
-  const std::string path = track::ResolveStorePath(t.store, t.workspace);
+Result<std::unique_ptr<track::TrackingStore>> OpenStore(const std::string& path) {
   std::error_code ec;
   const fs::path dir = fs::path(path).parent_path();
   if (!dir.empty()) fs::create_directories(dir, ec);
@@ -47,14 +46,15 @@ Result<std::unique_ptr<track::TrackingStore>> OpenStore(const config::TrackingSe
   return store;
 }
 
-// The /metrics endpoint (monitoring.*). A non-loopback host needs $RECTRAIN_METRICS_TOKEN.
-Result<std::unique_ptr<http::Server>> StartMetricsServer(const config::MonitoringSettings& m,
+// The /metrics endpoint (monitoring.*). A non-loopback host needs a token
+// (SessionOptions::metrics_token, $RECTRAIN_METRICS_TOKEN).
+Result<std::unique_ptr<http::Server>> StartMetricsServer(const config::MonitoringSettings& m, const std::string& token,
                                                          http::MetricsRegistry* registry) {
   http::ServerOptions so;
   so.host = m.host;
   so.port = m.port;
   so.num_threads = 1;
-  if (const char* token = std::getenv("RECTRAIN_METRICS_TOKEN"); token != nullptr) so.token = token;
+  so.token = token;
   auto server = http::Server::Start(so, registry, nullptr);
   if (!server.ok()) {
     return server.status().WithContext("cannot serve /metrics on " + m.host + ":" + std::to_string(m.port) +
@@ -103,11 +103,12 @@ Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loade
   auto note = [&](const std::string& line) {
     if (o.echo && o.note) o.note(line);
   };
+  const std::string store_path = track::ResolveStorePath(c.tracking.store, o.tracking_store_env, c.tracking.workspace);
   if (c.tracking.enabled) {
-    RECTRAIN_ASSIGN_OR_RETURN(rec->store, OpenStore(c.tracking));
+    RECTRAIN_ASSIGN_OR_RETURN(rec->store, OpenStore(store_path));
   }
   if (c.monitoring.enabled) {
-    RECTRAIN_ASSIGN_OR_RETURN(rec->metrics_server, StartMetricsServer(c.monitoring, &rec->registry));
+    RECTRAIN_ASSIGN_OR_RETURN(rec->metrics_server, StartMetricsServer(c.monitoring, o.metrics_token, &rec->registry));
   }
   if (rec->store || rec->metrics_server) {
     track::RunInfo info;
@@ -125,7 +126,6 @@ Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loade
     ro.store = rec->store.get();
     ro.registry = rec->metrics_server ? &rec->registry : nullptr;
     ro.run_dir = run_dir;
-    const std::string store_path = track::ResolveStorePath(c.tracking.store, c.tracking.workspace);
     if (rec->store && o.resume) ro.reopen = RecordedRun(run_dir, store_path);
     std::vector<std::string> data = c.train_files;
     data.insert(data.end(), c.valid_files.begin(), c.valid_files.end());
@@ -251,6 +251,7 @@ Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* r
   to.progress = o.progress;
   to.echo = o.echo;
   to.observer = rec.recorder.get();
+  to.size_compute_pool = o.size_compute_pool;
   to.comm = comm->distributed() ? comm : nullptr;
   if (run_dir_out != nullptr) *run_dir_out = run_dir;
   auto summary = Train(*loaded, to);

@@ -38,6 +38,13 @@ struct SessionOptions {
   bool echo = true;                   // train.log lines and notes on stderr (rank 0)
   const std::atomic<int>* stop_signal = nullptr;
   dist::Communicator* comm = nullptr; // the job; null: a single process
+  // TrainerOptions::size_compute_pool (the CLI passes SetComputePoolThreads).
+  std::function<void(int threads)> size_compute_pool;
+  // Read from the process environment by the CLI, never here: $RECTRAIN_METRICS_TOKEN (the
+  // bearer token /metrics requires off loopback) and $RECTRAIN_TRACKING_STORE (track::kStoreEnv,
+  // the tracking store when the config names none). Empty: unset.
+  std::string metrics_token;
+  std::string tracking_store_env;
   // Lines for the terminal besides the log (tracking run id, /metrics URL, data check verdict);
   // called on rank 0 only when echo. May be empty.
   std::function<void(const std::string&)> note;

@@ -1,6 +1,5 @@
 #include "rectrain/train/trainer.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -274,7 +273,7 @@ Status TrainLoop::SetupLocal() {
   }
 
   compute_.num_threads = c_.threads;
-  omp_set_num_threads(c_.threads);  // the trainer owns the pool; oneDNN GEMMs follow it
+  if (opt_.size_compute_pool) opt_.size_compute_pool(c_.threads);  // oneDNN's GEMMs follow the pool
 
   if (opt_.resume && !c_.train.checkpoint_dir.empty()) {
     // The store may hold a newer checkpoint than this machine (another node ran the job, or
@@ -1287,7 +1286,7 @@ Result<EvalReport> EvaluateRun(const EvalOptions& options) {
   config::TrainConfig& c = lc.config;
   if (options.threads > 0) c.threads = options.threads;
   ComputeContext compute{.num_threads = c.threads};
-  omp_set_num_threads(c.threads);
+  if (options.size_compute_pool) options.size_compute_pool(c.threads);
   data::DataConfig dc = c.data;
   dc.files = options.files;
   dc.negative_downsampling = 1.0;  // evaluate on every row; logits are calibrated instead

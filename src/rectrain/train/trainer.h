@@ -1,7 +1,8 @@
 // rectrain/train/trainer.h: the training loop and offline evaluation of a run directory.
 //
-// Train() owns everything a run needs: the compute pool (ComputeContext with `threads`; it
-// also sets the OpenMP thread count once, since oneDNN GEMMs follow it), one embedding table
+// Train() owns everything a run needs: the compute pool (a ComputeContext with `threads`, passed
+// to every kernel; TrainerOptions::size_compute_pool sizes OpenMP's pool, which oneDNN's GEMMs
+// follow, once), one embedding table
 // per ModelSpec table served by an embedding store (ps/), the model and the dense optimizer.
 // One step (train/internal/step_runner.h):
 //   reader batch (prefetched on the reader's threads, overlapping compute)
@@ -33,12 +34,14 @@
 // the signal number), the current step finishes, a checkpoint is written, and Train() returns
 // a summary with status "interrupted" and interrupted_by = the signal.
 //
-// Thread safety: one Train()/EvaluateRun() per process at a time (it configures the OpenMP
-// pool); both run on the calling thread plus the reader's and the pool's threads.
+// Thread safety: one Train()/EvaluateRun() per thread at a time (size_compute_pool configures
+// the calling thread's OpenMP pool); both run on the calling thread plus the reader's and the
+// pool's threads.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +64,11 @@ struct TrainerOptions {
   // The job this process is a rank of (dist::Connect()); null: a single process. Must outlive
   // Train(). Only rank 0 logs and writes summary.json; the observer is called on rank 0 only.
   dist::Communicator* comm = nullptr;
+  // Sizes the process's compute pool to the run's `threads`, once, before the first step: the
+  // pool is OpenMP's, process-wide, and oneDNN's GEMMs follow it (docs/decisions/0002). The CLI
+  // passes SetComputePoolThreads (base/parallel.h); null leaves the pool as the caller set it
+  // (every kernel of ours gets its thread count from the ComputeContext anyway).
+  std::function<void(int threads)> size_compute_pool;
 };
 
 // How a run ended.
@@ -115,6 +123,7 @@ struct EvalOptions {
   std::vector<std::string> files;   // data to evaluate (paths/globs); same schema as training
   std::string group_key;            // overrides data.group_key; enables GAUC when non-empty
   int threads = 0;                  // 0: the run's `threads`
+  std::function<void(int threads)> size_compute_pool;  // as TrainerOptions' (null: left as set)
 };
 
 struct EvalReport {
