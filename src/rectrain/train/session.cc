@@ -156,6 +156,37 @@ Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loade
   return OkStatus();
 }
 
+// Two observers as one: every hook goes to each in turn (the recorder first); reports come at
+// the shorter of their intervals.
+class BothObservers final : public TrainObserver {
+ public:
+  BothObservers(TrainObserver* first, TrainObserver* second) : a_(first), b_(second) {}
+  double ProgressIntervalSeconds() const override {
+    const double x = a_->ProgressIntervalSeconds(), y = b_->ProgressIntervalSeconds();
+    return x <= 0 ? y : y <= 0 ? x : std::min(x, y);
+  }
+  void OnStart(int64_t step) override {
+    a_->OnStart(step);
+    b_->OnStart(step);
+  }
+  void OnProgress(const ProgressInfo& p) override {
+    a_->OnProgress(p);
+    b_->OnProgress(p);
+  }
+  void OnEval(int64_t step, const EvalMetrics& m) override {
+    a_->OnEval(step, m);
+    b_->OnEval(step, m);
+  }
+  void OnCheckpoint(int64_t step, const std::string& dir) override {
+    a_->OnCheckpoint(step, dir);
+    b_->OnCheckpoint(step, dir);
+  }
+
+ private:
+  TrainObserver* a_;
+  TrainObserver* b_;
+};
+
 // monitoring.linger_on_failure_s: a failed run keeps /metrics up a little longer, so that a
 // Prometheus scrape sees its last values (the NaN loss of a diverged run) before the process
 // is gone. SIGINT/SIGTERM (o.stop_signal) end the wait.
@@ -250,7 +281,8 @@ Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* r
   to.stop_signal = o.stop_signal;
   to.progress = o.progress;
   to.echo = o.echo;
-  to.observer = rec.recorder.get();
+  BothObservers both(rec.recorder.get(), o.observer);
+  to.observer = rec.recorder && o.observer ? &both : rec.recorder ? rec.recorder.get() : o.observer;
   to.size_compute_pool = o.size_compute_pool;
   to.comm = comm->distributed() ? comm : nullptr;
   if (run_dir_out != nullptr) *run_dir_out = run_dir;

@@ -38,6 +38,9 @@ struct SessionOptions {
   bool echo = true;                   // train.log lines and notes on stderr (rank 0)
   const std::atomic<int>* stop_signal = nullptr;
   dist::Communicator* comm = nullptr; // the job; null: a single process
+  // Another observer of the run besides the tracking recorder (rank 0; must outlive the call).
+  // Its ProgressIntervalSeconds and the recorder's: reports come at the shorter of them.
+  TrainObserver* observer = nullptr;
   // TrainerOptions::size_compute_pool (the CLI passes SetComputePoolThreads).
   std::function<void(int threads)> size_compute_pool;
   // Read from the process environment by the CLI, never here: $RECTRAIN_METRICS_TOKEN (the

@@ -1,8 +1,27 @@
 #include "rectrain/train/internal/job.h"
 
+#include "rectrain/base/random.h"
 #include "rectrain/base/stopwatch.h"
+#include "rectrain/dist/launch.h"
 
 namespace rectrain::train::internal {
+
+Status AgreeOnConfigAndBuild(const Job& job, uint64_t config_hash) {
+  if (!job.distributed()) return OkStatus();
+  std::vector<uint64_t> mine = {config_hash, HashBytes(dist::BuildId(), 0)}, all;
+  RECTRAIN_RETURN_IF_ERROR(job.comm->AllGatherV(std::span<const uint64_t>(mine), &all, nullptr));
+  Status same;
+  for (int r = 1; r < job.world() && same.ok(); ++r) {
+    if (all[static_cast<size_t>(2 * r)] != all[0]) {
+      same = FailedPreconditionError("rank " + std::to_string(r) + " was started with another configuration than rank 0 "
+                                     "(config hash differs): every rank must get the same config file and --set flags");
+    } else if (all[static_cast<size_t>(2 * r + 1)] != all[1]) {
+      same = FailedPreconditionError("rank " + std::to_string(r) + " runs another rectrain build than rank 0: install one "
+                                     "binary on every host (rectrain doctor compares them)");
+    }
+  }
+  return dist::AgreeOk(*job.comm, same);
+}
 
 LockstepPass::LockstepPass(std::unique_ptr<data::BatchReader> reader, const Job& job)
     : reader_(std::move(reader)), job_(job) {}

@@ -42,6 +42,11 @@ struct Job {
   int workers() const { return world() - servers; }
 };
 
+// Every rank of a job must run one config and one binary: the ranks compare `config_hash` and
+// their dist::BuildId(), and every rank returns the same verdict (FailedPrecondition naming the
+// first rank that differs from rank 0). A no-op for one process.
+Status AgreeOnConfigAndBuild(const Job& job, uint64_t config_hash);
+
 class LockstepPass {
  public:
   struct Step {
