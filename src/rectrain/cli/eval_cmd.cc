@@ -13,6 +13,74 @@
 
 namespace rectrain::cli {
 
+namespace {
+
+nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// --predictions: each row's probability, one a line, as `rectrain predict` and `rectrain serve`
+// write them.
+Status WritePredictions(const std::string& path, const std::vector<float>& probs) {
+  std::string text;
+  for (float p : probs) {
+    serve::AppendProbability(p, &text);
+    text += '\n';
+  }
+  return io::WriteFileAtomically(path, text);
+}
+
+// --json: the metrics as one object (null where a metric is not finite).
+nlohmann::json ReportJson(const train::EvalReport& r) {
+  const train::EvalMetrics& m = r.metrics;
+  nlohmann::json j = {{"rows", m.rows},      {"positives", m.positives}, {"auc", Num(m.auc)},
+                      {"logloss", Num(m.logloss)}, {"calibration", Num(m.calibration)},
+                      {"ne", Num(m.ne)},     {"seconds", r.seconds}};
+  if (r.gauc_requested) {
+    j["gauc"] = Num(m.gauc);
+    j["gauc_groups"] = m.gauc_groups;
+  }
+  if (!std::isnan(m.accuracy)) {
+    j["accuracy"] = m.accuracy;
+    j["top5_accuracy"] = Num(m.top5_accuracy);
+  }
+  if (!m.tasks.empty()) {
+    nlohmann::json tasks = nlohmann::json::object();
+    for (const auto& t : m.tasks) tasks[t.name] = {{"auc", Num(t.auc)}, {"logloss", Num(t.logloss)}, {"positives", t.positives}};
+    j["tasks"] = tasks;
+  }
+  if (!r.data_source.empty()) j["data_source"] = r.data_source;
+  if (r.has_oracle) j["oracle"] = {{"auc", Num(r.oracle.auc)}, {"logloss", Num(r.oracle.logloss)}};
+  return j;
+}
+
+// The metrics as text, one a line: a classifier's accuracy, or AUC, logloss and the rest.
+void PrintReport(const train::EvalReport& r) {
+  const train::EvalMetrics& m = r.metrics;
+  if (!r.data_source.empty()) std::printf("data         %s\n", r.data_source.c_str());
+  if (!std::isnan(m.accuracy)) {  // a classifier (model.num_classes >= 2)
+    std::printf("rows         %lld\naccuracy     %.5f\ntop5         %.5f\nlogloss      %.5f\n",
+                static_cast<long long>(m.rows), m.accuracy, m.top5_accuracy, m.logloss);
+    return;
+  }
+  std::printf("rows         %lld (%lld positive)\n", static_cast<long long>(m.rows),
+              static_cast<long long>(m.positives));
+  std::printf("auc          %.5f\n", m.auc);
+  std::printf("logloss      %.5f\n", m.logloss);
+  if (r.gauc_requested) {
+    std::printf("gauc         %.5f (%lld groups with both classes)\n", m.gauc,
+                static_cast<long long>(m.gauc_groups));
+  }
+  std::printf("calibration  %.4f\n", m.calibration);
+  std::printf("ne           %.4f\n", m.ne);
+  for (const auto& t : m.tasks) std::printf("task %s: auc %.5f logloss %.5f\n", t.name.c_str(), t.auc, t.logloss);
+  if (r.has_oracle) {
+    std::printf("oracle auc   %.5f\noracle logloss %.5f\n", r.oracle.auc, r.oracle.logloss);
+  } else if (!r.oracle_note.empty()) {
+    std::printf("(%s)\n", r.oracle_note.c_str());
+  }
+}
+
+}  // namespace
+
 int RunEval(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain eval";
   train::EvalOptions options;
@@ -40,61 +108,15 @@ int RunEval(const std::vector<std::string>& args) {
   options.size_compute_pool = SetComputePoolThreads;
   auto report = train::EvaluateRun(options);
   if (!report.ok()) return ReportError(kCmd, report.status());
-  const train::EvalMetrics& m = report->metrics;
   if (!predictions_path.empty()) {
-    std::string text;  // as `rectrain predict` and `rectrain serve` write them
-    for (float p : report->probs) {
-      serve::AppendProbability(p, &text);
-      text += '\n';
-    }
-    if (Status st = io::WriteFileAtomically(predictions_path, text); !st.ok()) {
+    if (Status st = WritePredictions(predictions_path, report->probs); !st.ok()) {
       return ReportError(kCmd, st.WithContext("--predictions"));
     }
   }
-  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   if (json) {
-    nlohmann::json j = {{"rows", m.rows},      {"positives", m.positives}, {"auc", num(m.auc)},
-                        {"logloss", num(m.logloss)}, {"calibration", num(m.calibration)},
-                        {"ne", num(m.ne)},     {"seconds", report->seconds}};
-    if (report->gauc_requested) {
-      j["gauc"] = num(m.gauc);
-      j["gauc_groups"] = m.gauc_groups;
-    }
-    if (!std::isnan(m.accuracy)) {
-      j["accuracy"] = m.accuracy;
-      j["top5_accuracy"] = num(m.top5_accuracy);
-    }
-    if (!m.tasks.empty()) {
-      nlohmann::json tasks = nlohmann::json::object();
-      for (const auto& t : m.tasks) tasks[t.name] = {{"auc", num(t.auc)}, {"logloss", num(t.logloss)}, {"positives", t.positives}};
-      j["tasks"] = tasks;
-    }
-    if (!report->data_source.empty()) j["data_source"] = report->data_source;
-    if (report->has_oracle) j["oracle"] = {{"auc", num(report->oracle.auc)}, {"logloss", num(report->oracle.logloss)}};
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
-  if (!report->data_source.empty()) std::printf("data         %s\n", report->data_source.c_str());
-  if (!std::isnan(m.accuracy)) {  // a classifier (model.num_classes >= 2)
-    std::printf("rows         %lld\naccuracy     %.5f\ntop5         %.5f\nlogloss      %.5f\n",
-                static_cast<long long>(m.rows), m.accuracy, m.top5_accuracy, m.logloss);
-    return 0;
-  }
-  std::printf("rows         %lld (%lld positive)\n", static_cast<long long>(m.rows),
-              static_cast<long long>(m.positives));
-  std::printf("auc          %.5f\n", m.auc);
-  std::printf("logloss      %.5f\n", m.logloss);
-  if (report->gauc_requested) {
-    std::printf("gauc         %.5f (%lld groups with both classes)\n", m.gauc,
-                static_cast<long long>(m.gauc_groups));
-  }
-  std::printf("calibration  %.4f\n", m.calibration);
-  std::printf("ne           %.4f\n", m.ne);
-  for (const auto& t : m.tasks) std::printf("task %s: auc %.5f logloss %.5f\n", t.name.c_str(), t.auc, t.logloss);
-  if (report->has_oracle) {
-    std::printf("oracle auc   %.5f\noracle logloss %.5f\n", report->oracle.auc, report->oracle.logloss);
-  } else if (!report->oracle_note.empty()) {
-    std::printf("(%s)\n", report->oracle_note.c_str());
+    std::printf("%s\n", ReportJson(*report).dump(2).c_str());
+  } else {
+    PrintReport(*report);
   }
   return 0;
 }

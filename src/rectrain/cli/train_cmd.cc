@@ -45,6 +45,62 @@ void InstallTestHang(dist::Communicator& comm) {
   });
 }
 
+// A failed run: rank 0 reports the job's error, another rank only an error of its own (a
+// deadline naming the silent rank included), before EndRank ends a job out of step.
+int ReportFailure(const char* cmd, const Status& error, dist::Communicator& comm, const std::string& used_run_dir) {
+  const bool lead = comm.rank() == 0;
+  if (!lead && comm.status().ok() && IsRelayedFromAnotherRank(error)) {
+    const int code = ExitInfoFor(error.code()).exit_code;
+    return code == 0 ? 1 : code;
+  }
+  const std::string who =
+      comm.distributed() ? " (rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.world()) + ")" : "";
+  const int code = ReportError(std::string(cmd) + who, error);
+  if (lead && !used_run_dir.empty()) std::fprintf(stderr, "run directory: %s (train.log, summary.json)\n", used_run_dir.c_str());
+  return dist::EndRank(comm, code);
+}
+
+// A run stopped by SIGINT/SIGTERM: what was kept and how to continue (rank 0); the exit status.
+int ReportInterrupted(const train::SessionResult& r, bool lead) {
+  const train::TrainSummary& s = r.summary;
+  if (lead) {
+    const char* name = s.interrupted_by == SIGTERM ? "SIGTERM" : s.interrupted_by == SIGINT ? "SIGINT" : "a signal";
+    if (s.last_checkpoint.empty()) {
+      std::fprintf(stderr,
+                   "rectrain train: stopped by %s before the first step: nothing trained, no checkpoint written\n",
+                   name);
+    } else {
+      std::fprintf(stderr,
+                   "rectrain train: interrupted by %s at step %lld; checkpoint saved in %s\n"
+                   "resume with: rectrain train --resume %s\n",
+                   name, static_cast<long long>(s.steps), s.last_checkpoint.c_str(), r.run_dir.c_str());
+    }
+  }
+  return SignalExitCode(s.interrupted_by > 0 ? s.interrupted_by : SIGINT);
+}
+
+// The finished run's lines on stdout (rank 0): the run, the validation metrics, the oracle's.
+void PrintResult(const train::SessionResult& r) {
+  const train::TrainSummary& s = r.summary;
+  std::printf("run: %s (%s, %lld steps, %.0f samples/s%s)\n", r.run_dir.c_str(), train::RunOutcomeName(s.status),
+              static_cast<long long>(s.steps), s.samples_per_sec,
+              s.world > 1 ? (", " + std::to_string(s.world) + " ranks").c_str() : "");
+  if (s.has_valid && !std::isnan(s.valid.accuracy)) {
+    std::printf("valid: accuracy %.5f  top5 %.5f  logloss %.5f  (%lld rows)\n", s.valid.accuracy, s.valid.top5_accuracy,
+                s.valid.logloss, static_cast<long long>(s.valid.rows));
+  } else if (s.has_valid) {
+    std::printf("valid: auc %.5f  logloss %.5f", s.valid.auc, s.valid.logloss);
+    if (!std::isnan(s.valid.gauc)) std::printf("  gauc %.5f", s.valid.gauc);
+    std::printf("  calibration %.4f  ne %.4f  (%lld rows)\n", s.valid.calibration, s.valid.ne,
+                static_cast<long long>(s.valid.rows));
+    for (const train::EvalMetrics::Task& t : s.valid.tasks) {
+      std::printf("valid task %s: auc %.5f  logloss %.5f  (%lld positive)\n", t.name.c_str(), t.auc, t.logloss,
+                  static_cast<long long>(t.positives));
+    }
+  }
+  if (s.has_oracle) std::printf("oracle: auc %.5f  logloss %.5f\n", s.oracle.auc, s.oracle.logloss);
+}
+
 }  // namespace
 
 int RunTrain(const std::vector<std::string>& args) {
@@ -109,56 +165,9 @@ int RunTrain(const std::vector<std::string>& args) {
   };
   std::string used_run_dir;
   auto result = train::RunTrainingSession(o, &used_run_dir);
-  if (!result.ok()) {
-    // Every rank learns a job's error; rank 0 reports it, another rank only an error of its own
-    // (a deadline naming the silent rank included), before EndRank ends a job out of step.
-    const Status& error = result.status();
-    if (!lead && comm->status().ok() && IsRelayedFromAnotherRank(error)) {
-      const int code = ExitInfoFor(error.code()).exit_code;
-      return code == 0 ? 1 : code;
-    }
-    const std::string who = comm->distributed() ? " (rank " + std::to_string(comm->rank()) + " of " +
-                                                      std::to_string(comm->world()) + ")"
-                                                : "";
-    const int code = ReportError(std::string(kCmd) + who, error);
-    if (lead && !used_run_dir.empty()) std::fprintf(stderr, "run directory: %s (train.log, summary.json)\n", used_run_dir.c_str());
-    return dist::EndRank(*comm, code);
-  }
-  const train::TrainSummary& s = result->summary;
-  if (s.status == train::RunOutcome::kInterrupted) {
-    if (lead) {
-      const char* name = s.interrupted_by == SIGTERM ? "SIGTERM" : s.interrupted_by == SIGINT ? "SIGINT" : "a signal";
-      if (s.last_checkpoint.empty()) {
-        std::fprintf(stderr,
-                     "rectrain train: stopped by %s before the first step: nothing trained, no checkpoint written\n",
-                     name);
-      } else {
-        std::fprintf(stderr,
-                     "rectrain train: interrupted by %s at step %lld; checkpoint saved in %s\n"
-                     "resume with: rectrain train --resume %s\n",
-                     name, static_cast<long long>(s.steps), s.last_checkpoint.c_str(), result->run_dir.c_str());
-      }
-    }
-    return SignalExitCode(s.interrupted_by > 0 ? s.interrupted_by : SIGINT);
-  }
-  if (!lead) return 0;
-  std::printf("run: %s (%s, %lld steps, %.0f samples/s%s)\n", result->run_dir.c_str(), train::RunOutcomeName(s.status),
-              static_cast<long long>(s.steps), s.samples_per_sec,
-              s.world > 1 ? (", " + std::to_string(s.world) + " ranks").c_str() : "");
-  if (s.has_valid && !std::isnan(s.valid.accuracy)) {
-    std::printf("valid: accuracy %.5f  top5 %.5f  logloss %.5f  (%lld rows)\n", s.valid.accuracy, s.valid.top5_accuracy,
-                s.valid.logloss, static_cast<long long>(s.valid.rows));
-  } else if (s.has_valid) {
-    std::printf("valid: auc %.5f  logloss %.5f", s.valid.auc, s.valid.logloss);
-    if (!std::isnan(s.valid.gauc)) std::printf("  gauc %.5f", s.valid.gauc);
-    std::printf("  calibration %.4f  ne %.4f  (%lld rows)\n", s.valid.calibration, s.valid.ne,
-                static_cast<long long>(s.valid.rows));
-    for (const train::EvalMetrics::Task& t : s.valid.tasks) {
-      std::printf("valid task %s: auc %.5f  logloss %.5f  (%lld positive)\n", t.name.c_str(), t.auc, t.logloss,
-                  static_cast<long long>(t.positives));
-    }
-  }
-  if (s.has_oracle) std::printf("oracle: auc %.5f  logloss %.5f\n", s.oracle.auc, s.oracle.logloss);
+  if (!result.ok()) return ReportFailure(kCmd, result.status(), *comm, used_run_dir);
+  if (result->summary.status == train::RunOutcome::kInterrupted) return ReportInterrupted(*result, lead);
+  if (lead) PrintResult(*result);
   return 0;
 }
 

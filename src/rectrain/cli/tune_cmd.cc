@@ -80,6 +80,71 @@ class LiveTable {
   int lines_ = 0;
 };
 
+// The study file. A resumed study reads DIR/study.yaml as if from where the original file was,
+// so its relative base path means the same file.
+Result<tune::StudySpec> LoadStudySpec(const std::string& study_path, const std::string& study_dir, bool resumed) {
+  Result<tune::StudySpec> spec = tune::LoadStudy(study_path);
+  if (resumed && study_path == study_dir + "/study.yaml") {
+    std::ifstream src(study_dir + "/study.source");
+    std::string original;
+    if (std::getline(src, original) && !original.empty()) {
+      std::ifstream in(study_path);
+      std::stringstream text;
+      text << in.rdbuf();
+      spec = tune::ParseStudy(text.str(), original);
+    }
+  }
+  return spec;
+}
+
+// The tracking store of the base config, where the study and its trials are runs; null when
+// the base config turns tracking off.
+Result<std::unique_ptr<track::TrackingStore>> OpenStudyStore(const tune::TrialConfigInfo& base) {
+  if (!base.tracking) return std::unique_ptr<track::TrackingStore>();
+  std::error_code ec;
+  fs::create_directories(fs::path(base.store_path).parent_path(), ec);
+  auto opened = track::TrackingStore::Open(base.store_path);
+  if (!opened.ok()) {
+    return opened.status().WithContext("cannot open the tracking store " + base.store_path +
+                                       " (disable with --set tracking.enabled=false)");
+  }
+  return opened;
+}
+
+// The tuner's /metrics on `port` (0: ephemeral), with the process metrics in `registry`.
+Result<std::unique_ptr<http::Server>> ServeMetrics(int port, http::MetricsRegistry* registry) {
+  (void)http::RegisterProcessMetrics(*registry);
+  http::ServerOptions so;
+  so.port = port;
+  so.num_threads = 1;
+  auto started = http::Server::Start(so, registry, nullptr);
+  if (!started.ok()) return started.status().WithContext("cannot serve /metrics (--metrics-port, --no-metrics)");
+  return started;
+}
+
+// The study's end. Interrupted: how to continue, and the signal's exit status. Finished: the
+// leaderboard (its top 10 on stdout, all of it in DIR/leaderboard.txt), the tuner's cost and the
+// best config; 1 when no trial reported the metric.
+int ReportStudy(const tune::StudySpec& spec, const tune::StudyResult& result, const std::string& study_dir) {
+  if (result.interrupted) {
+    std::fprintf(stderr, "rectrain tune: interrupted; trials checkpointed. Continue with: rectrain tune --resume %s\n", study_dir.c_str());
+    return SignalExitCode(result.signal);
+  }
+  const std::string board = tune::TrialTable(spec, result.trials, 10);
+  std::ofstream(study_dir + "/leaderboard.txt") << tune::TrialTable(spec, result.trials, result.trials.size());
+  std::printf("%s", board.c_str());
+  std::printf("wall %.1f s, %lld trial processes, tuner overhead %.2f s (%.2f%%)\n", result.wall_seconds,
+              static_cast<long long>(result.launches), result.overhead_seconds,
+              result.wall_seconds > 0 ? 100.0 * result.overhead_seconds / result.wall_seconds : 0.0);
+  if (!result.best_config_path.empty()) {
+    std::printf("best config: %s (rectrain train %s)\n", result.best_config_path.c_str(), result.best_config_path.c_str());
+  } else {
+    std::printf("no trial reported %s; see the trials' stdout.log under %s/trials\n", spec.metric.c_str(), study_dir.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunTune(const std::vector<std::string>& args) {
@@ -116,19 +181,7 @@ int RunTune(const std::vector<std::string>& args) {
   } else if (study_path.empty() || study_dir.empty()) {
     return ReportError(kCmd, InvalidArgumentError("usage: rectrain tune STUDY.yaml --study-dir DIR (or --resume DIR)"));
   }
-  Result<tune::StudySpec> spec = tune::LoadStudy(study_path);
-  // A resumed study reads DIR/study.yaml as if from where the original file was, so its
-  // relative base path means the same file.
-  if (!resume.empty() && study_path == study_dir + "/study.yaml") {
-    std::ifstream src(study_dir + "/study.source");
-    std::string original;
-    if (std::getline(src, original) && !original.empty()) {
-      std::ifstream in(study_path);
-      std::stringstream text;
-      text << in.rdbuf();
-      spec = tune::ParseStudy(text.str(), original);
-    }
-  }
+  Result<tune::StudySpec> spec = LoadStudySpec(study_path, study_dir, !resume.empty());
   if (!spec.ok()) return ReportError(kCmd, spec.status());
   // A resumed study keeps the base it started with (an inline base lives in DIR/base.yaml).
   spec->sets.insert(spec->sets.end(), sets.begin(), sets.end());
@@ -143,27 +196,14 @@ int RunTune(const std::vector<std::string>& args) {
   // The tracking store of the base config: the study and its trials are runs there.
   auto base = o.check(spec->sets);
   if (!base.ok()) return ReportError(kCmd, base.status().WithContext("the study's base config"));
-  std::unique_ptr<track::TrackingStore> store;
-  if (base->tracking) {
-    std::error_code ec;
-    fs::create_directories(fs::path(base->store_path).parent_path(), ec);
-    auto opened = track::TrackingStore::Open(base->store_path);
-    if (!opened.ok()) {
-      return ReportError(kCmd, opened.status().WithContext("cannot open the tracking store " + base->store_path +
-                                                         " (disable with --set tracking.enabled=false)"));
-    }
-    store = std::move(opened).value();
-    o.store = store.get();
-  }
+  auto store = OpenStudyStore(*base);
+  if (!store.ok()) return ReportError(kCmd, store.status());
+  o.store = store->get();
   http::MetricsRegistry registry;
   std::unique_ptr<http::Server> server;
   if (!no_metrics) {
-    (void)http::RegisterProcessMetrics(registry);
-    http::ServerOptions so;
-    so.port = static_cast<int>(metrics_port);
-    so.num_threads = 1;
-    auto started = http::Server::Start(so, &registry, nullptr);
-    if (!started.ok()) return ReportError(kCmd, started.status().WithContext("cannot serve /metrics (--metrics-port, --no-metrics)"));
+    auto started = ServeMetrics(static_cast<int>(metrics_port), &registry);
+    if (!started.ok()) return ReportError(kCmd, started.status());
     server = std::move(started).value();
     o.registry = &registry;
   }
@@ -178,29 +218,13 @@ int RunTune(const std::vector<std::string>& args) {
       }
     };
     if (server) o.log("metrics: " + server->url() + "/metrics");
-    if (store) o.log("tracking: " + base->store_path + " (rectrain runs list --group " + spec->name + ", rectrain ui)");
+    if (*store) o.log("tracking: " + base->store_path + " (rectrain runs list --group " + spec->name + ", rectrain ui)");
   }
   if (tty) o.draw = [&](const std::string& t) { table.Draw(t); };
 
   auto result = tune::RunStudy(*spec, o);
   if (!result.ok()) return ReportError(kCmd, result.status());
-  if (result->interrupted) {
-    std::fprintf(stderr, "rectrain tune: interrupted; trials checkpointed. Continue with: rectrain tune --resume %s\n", study_dir.c_str());
-    return SignalExitCode(result->signal);
-  }
-  const std::string board = tune::TrialTable(*spec, result->trials, 10);
-  std::ofstream(study_dir + "/leaderboard.txt") << tune::TrialTable(*spec, result->trials, result->trials.size());
-  std::printf("%s", board.c_str());
-  std::printf("wall %.1f s, %lld trial processes, tuner overhead %.2f s (%.2f%%)\n", result->wall_seconds,
-              static_cast<long long>(result->launches), result->overhead_seconds,
-              result->wall_seconds > 0 ? 100.0 * result->overhead_seconds / result->wall_seconds : 0.0);
-  if (!result->best_config_path.empty()) {
-    std::printf("best config: %s (rectrain train %s)\n", result->best_config_path.c_str(), result->best_config_path.c_str());
-  } else {
-    std::printf("no trial reported %s; see the trials' stdout.log under %s/trials\n", spec->metric.c_str(), study_dir.c_str());
-    return 1;
-  }
-  return 0;
+  return ReportStudy(*spec, *result, study_dir);
 }
 
 }  // namespace rectrain::cli

@@ -50,6 +50,40 @@ class RunRecorderTest : public ::testing::Test {
     return m;
   }
 
+  // A run of 20 steps: progress at 10 (Prometheus only) and 20 (a log line), an evaluation and
+  // a checkpoint at 20, then the finish.
+  void FeedTinyRun(RunRecorder* rec) {
+    rec->OnStart(0);
+    ProgressInfo p;
+    p.step = 10;
+    p.rows_read = 1000;
+    p.rows_rejected = 2;
+    p.loss = 0.5;
+    p.train_auc = 0.7;
+    p.samples_per_sec = 1234;
+    p.learning_rate = 0.001;
+    p.tables = {TableSummary{"C1", 8, 50, 4096, 50, 3, 1000, 10, 4, 8192, "error"}};
+    p.log_line = false;  // Prometheus only
+    rec->OnProgress(p);
+    p.step = 20;
+    p.loss = 0.4;
+    p.log_line = true;
+    rec->OnProgress(p);
+    EvalMetrics e;
+    e.auc = 0.75;
+    e.logloss = 0.45;
+    rec->OnEval(20, e);
+    rec->OnCheckpoint(20, (dir_ / "run/checkpoints/step-20").string());
+    TrainSummary s;
+    s.status = RunOutcome::kCompleted;
+    s.steps = 20;
+    s.samples_per_sec = 1500;
+    s.has_valid = true;
+    s.valid = e;
+    s.model_dir = (dir_ / "run/model").string();
+    rec->Finish(s);
+  }
+
   fs::path dir_;
   std::unique_ptr<track::TrackingStore> store_;
   std::vector<std::string> warnings_;
@@ -68,36 +102,7 @@ TEST_F(RunRecorderTest, RecordsAFinishedRun) {
   ASSERT_TRUE(rec.ok()) << rec.status();
   const track::RunId id = *(*rec)->run_id();
   EXPECT_EQ((*rec)->run_label(), std::to_string(id));
-  (*rec)->OnStart(0);
-  ProgressInfo p;
-  p.step = 10;
-  p.rows_read = 1000;
-  p.rows_rejected = 2;
-  p.loss = 0.5;
-  p.train_auc = 0.7;
-  p.samples_per_sec = 1234;
-  p.learning_rate = 0.001;
-  p.tables = {TableSummary{"C1", 8, 50, 4096, 50, 3, 1000, 10, 4, 8192, "error"}};
-  p.log_line = false;  // Prometheus only
-  (*rec)->OnProgress(p);
-  p.step = 20;
-  p.loss = 0.4;
-  p.log_line = true;
-  (*rec)->OnProgress(p);
-  EvalMetrics e;
-  e.auc = 0.75;
-  e.logloss = 0.45;
-  (*rec)->OnEval(20, e);
-  (*rec)->OnCheckpoint(20, (dir_ / "run/checkpoints/step-20").string());
-  TrainSummary s;
-  s.status = RunOutcome::kCompleted;
-  s.steps = 20;
-  s.samples_per_sec = 1500;
-  s.has_valid = true;
-  s.valid = e;
-  s.model_dir = (dir_ / "run/model").string();
-  (*rec)->Finish(s);
-
+  FeedTinyRun(rec->get());
   auto d = store_->GetRun(id);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->summary.status, track::RunStatus::kFinished);
