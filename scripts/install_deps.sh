@@ -7,6 +7,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev libzstd-dev zlib1g-dev
       libsnappy-dev liblz4-dev libxxhash-dev
       libsqlite3-dev libcpp-httplib-dev prometheus prometheus-alertmanager chromium
+      librdkafka-dev libhiredis-dev redis-server
       libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist
       curl wrk
       libcurl4-openssl-dev libssl-dev openssl ca-certificates python3-boto3

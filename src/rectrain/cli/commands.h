@@ -26,5 +26,7 @@ int RunDataStats(const std::vector<std::string>& args);
 // data_cache_cmd.cc: `rectrain data cache CONFIG` / `rectrain data convert INPUT... --to cache`.
 int RunDataCache(const std::vector<std::string>& args);
 int RunDataConvert(const std::vector<std::string>& args);
+// data_produce_cmd.cc: `rectrain data produce FILE --to URL` (replay a file into a stream).
+int RunDataProduce(const std::vector<std::string>& args);
 
 }  // namespace rectrain::cli

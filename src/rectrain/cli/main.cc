@@ -58,7 +58,9 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
                   "       rectrain data check CONFIG [--set KEY=VALUE]... [--split train|valid] [--json]\n"
                   "       rectrain data stats FILES... [--format F] [--header] [--json]\n"
                   "       rectrain data cache CONFIG [--split train|valid|all] [--set KEY=VALUE]... [--force]\n"
-                  "       rectrain data convert INPUT... --to cache|tsv|parquet --out PATH [--config CONFIG | schema flags]\n");
+                  "       rectrain data convert INPUT... --to cache|tsv|parquet --out PATH [--config CONFIG | schema flags]\n"
+
+                  "       rectrain data produce FILE --to kafka://HOSTS/TOPIC|redis://HOST:PORT/KEY [--rate N]\n");
       return rest.empty() ? 2 : 0;
     }
     if (rest[0] == "gen") return RunDataGen(std::vector<std::string>(rest.begin() + 1, rest.end()));
@@ -66,8 +68,9 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
     if (rest[0] == "stats") return RunDataStats(std::vector<std::string>(rest.begin() + 1, rest.end()));
     if (rest[0] == "cache") return RunDataCache(std::vector<std::string>(rest.begin() + 1, rest.end()));
     if (rest[0] == "convert") return RunDataConvert(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    if (rest[0] == "produce") return RunDataProduce(std::vector<std::string>(rest.begin() + 1, rest.end()));
     return ReportError("rectrain data", InvalidArgumentError("unknown subcommand \"" + rest[0] +
-                                                             "\"; available: gen, check, stats, cache, convert"));
+                                                             "\"; available: gen, check, stats, cache, convert, produce"));
   }
   std::string msg = "unknown command \"" + cmd + "\"";
   const char* known[] = {"data", "train", "tune", "eval", "export", "publish", "serve", "predict", "doctor", "quickstart", "runs", "ui", "help"};

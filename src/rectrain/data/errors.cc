@@ -29,6 +29,10 @@ std::string Snippet(std::string_view text) {
 
 static std::string Where(std::string_view file, int64_t line, int64_t column) {
   std::string s(file);
+  if (line <= 0) {  // a row that is not a line of a file (a stream message): "<source>, column C"
+    if (column > 0) s += ", column " + std::to_string(column);
+    return s;
+  }
   s += ':' + std::to_string(line);
   if (column > 0) s += ':' + std::to_string(column);
   return s;

@@ -1,7 +1,8 @@
 // rectrain/data/errors.h: the text of every error the data module reports, in one place so that
 // tests (and users grepping logs) can match it. Each bad-row message says where (file:line:column
 // and field name), what (the offending text, escaped and truncated), what was expected, and how
-// to relax it (kMaxBadRowsHint).
+// to relax it (kMaxBadRowsHint). A row that is not a line of a file (a stream message) is given
+// line 0: its place reads "<source>, column C".
 // Thread safety: pure functions.
 #pragma once
 

@@ -2,6 +2,10 @@
 #include "rectrain/data/row_parser.h"
 
 #include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
 
 #include "rectrain/data/internal/text_parser.h"
 
@@ -12,23 +16,27 @@ struct RowParser::Impl {
   std::vector<std::string> columns;
   std::unique_ptr<internal::LineParser> parser;
   internal::RowBlock block;
+  bool training = false;
 };
 
 RowParser::RowParser(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RowParser::~RowParser() = default;
 
-Result<std::unique_ptr<RowParser>> RowParser::Create(DataConfig config, const RowLayout& layout) {
+Result<std::unique_ptr<RowParser>> RowParser::Create(DataConfig config, const RowLayout& layout, Options options) {
   if (layout.format == "parquet" || layout.format == "cache") {
     return InvalidArgumentError("a model trained on " + layout.format +
                                 " files cannot parse rows of text; train on criteo, csv, tsv, libsvm or libffm "
                                 "files (rectrain data convert --to tsv) to serve it");
   }
   config.schema.format = layout.format;
-  config.filters.clear();               // every request row gets an answer
-  config.negative_downsampling = 1.0;
-  config.schema.group_key.clear();
+  if (!options.training) {
+    config.filters.clear();  // every request row gets an answer
+    config.negative_downsampling = 1.0;
+    config.schema.group_key.clear();
+  }
   config.feature_stats = layout.stats;
   auto impl = std::make_unique<Impl>();
+  impl->training = options.training;
   RECTRAIN_ASSIGN_OR_RETURN(impl->plan, internal::BuildParsePlan(config, layout.header));
   if (impl->plan.NeedsStats()) {
     RECTRAIN_ASSIGN_OR_RETURN(std::vector<FeatureStats> stats, internal::CheckFrozenStats(impl->plan, layout.stats));
@@ -57,6 +65,9 @@ Result<std::string> RowParser::LineFromFields(std::span<const std::optional<std:
   std::string line;
   for (size_t c = 0; c < fields.size(); ++c) {
     if (c > 0) line += plan.delimiter;
+    if (impl_->training && static_cast<int>(c) == plan.label_column && !fields[c].has_value()) {
+      return InvalidArgumentError("the label '" + impl_->columns[c] + "' is missing; a training row needs it");
+    }
     std::string_view v = fields[c].value_or(static_cast<int>(c) == plan.label_column ? "0" : "");
     if (v.find_first_of("\n\r") != std::string_view::npos) {
       return InvalidArgumentError("field '" + impl_->columns[c] + "' contains a line break; a row is one line of text");
@@ -81,22 +92,87 @@ Result<std::string> RowParser::LineFromFields(std::span<const std::optional<std:
   return line;
 }
 
-Status RowParser::ParseLines(std::span<const std::string> lines, std::string_view source, Batch* out) {
-  const internal::ParsePlan& plan = impl_->plan;
-  internal::RowBlock& block = impl_->block;
-  block.Reset();
-  block.Reserve(plan, static_cast<int64_t>(lines.size()));
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const int64_t line_no = static_cast<int64_t>(i) + 1;
-    std::string_view line = lines[i];
-    if (line.find('\n') != std::string_view::npos) {
-      return InvalidArgumentError(std::string(source) + ":" + std::to_string(line_no) +
-                                  ": a row is one line; it contains a line break");
+namespace {
+
+// The text of a JSON value as a field: a string as is, a number as written; else *ok = false.
+std::string FieldText(const nlohmann::json& v, bool* ok) {
+  *ok = true;
+  switch (v.type()) {
+    case nlohmann::json::value_t::string: return v.get<std::string>();
+    case nlohmann::json::value_t::number_integer: return std::to_string(v.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return std::to_string(v.get<uint64_t>());
+    case nlohmann::json::value_t::number_float: {
+      char buf[32];
+      auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v.get<double>());
+      return std::string(buf, p);
     }
-    if (!impl_->parser->ParseLine(line, line_no, false, &block) || !block.bad.empty()) {
-      return InvalidArgumentError(internal::FormatBadRow(plan, block.bad.front(), source, line_no));
-    }
+    default: *ok = false; return {};
   }
+}
+
+std::string ColumnList(const std::vector<std::string>& cols) {
+  std::string s;
+  for (size_t i = 0; i < cols.size() && i < 12; ++i) s += (i ? ", " : "") + cols[i];
+  if (cols.size() > 12) s += ", ... (" + std::to_string(cols.size()) + " columns)";
+  return s;
+}
+
+}  // namespace
+
+Result<std::string> RowParser::LineFromJson(std::string_view object_text) const {
+  if (!has_named_columns()) {
+    return InvalidArgumentError("a " + impl_->plan.format + " layout has no named columns: send rows as lines of text");
+  }
+  nlohmann::json j = nlohmann::json::parse(object_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("not valid JSON");
+  if (!j.is_object()) return InvalidArgumentError("expected a JSON object of column: value");
+  const std::vector<std::string>& cols = impl_->columns;
+  std::vector<std::string> values(cols.size());
+  std::vector<std::optional<std::string_view>> fields(cols.size());
+  for (const auto& [key, value] : j.items()) {
+    const auto it = std::find(cols.begin(), cols.end(), key);
+    if (it == cols.end()) return InvalidArgumentError("unknown field \"" + key + "\"; the columns are " + ColumnList(cols));
+    if (value.is_null()) continue;
+    const size_t c = static_cast<size_t>(it - cols.begin());
+    bool ok = false;
+    values[c] = FieldText(value, &ok);
+    if (!ok) return InvalidArgumentError("field \"" + key + "\": expected a string, a number or null");
+    fields[c] = values[c];
+  }
+  return LineFromFields(fields);
+}
+
+void RowParser::BeginBatch(int64_t expected_rows) {
+  impl_->block.Reset();
+  impl_->block.Reserve(impl_->plan, std::max<int64_t>(1, expected_rows));
+}
+
+int64_t RowParser::rows() const { return impl_->block.rows; }
+int64_t RowParser::rows_filtered() const { return impl_->block.filtered; }
+int64_t RowParser::rows_downsampled() const { return impl_->block.downsampled; }
+
+Status RowParser::AddLine(std::string_view line, std::string_view source, int64_t line_no, bool* kept) {
+  internal::RowBlock& block = impl_->block;
+  *kept = false;
+  if (line.find('\n') != std::string_view::npos) {
+    return InvalidArgumentError(std::string(source) + (line_no > 0 ? ":" + std::to_string(line_no) : std::string()) +
+                                ": a row is one line; it contains a line break");
+  }
+  if (block.rows == block.capacity) block.Reserve(impl_->plan, 2 * block.capacity);
+  const int64_t before = block.rows;
+  if (!impl_->parser->ParseLine(line, 1, false, &block) || !block.bad.empty()) {
+    const internal::BadRow bad = block.bad.front();
+    block.bad.clear();
+    block.rows = before;
+    return InvalidArgumentError(internal::FormatBadRow(impl_->plan, bad, source, line_no));
+  }
+  *kept = block.rows > before;
+  return OkStatus();
+}
+
+void RowParser::FinishBatch(Batch* out) {
+  const internal::ParsePlan& plan = impl_->plan;
+  const internal::RowBlock& block = impl_->block;
   const int64_t n = block.rows;
   const int nd = plan.num_dense(), ns = plan.num_sparse();
   out->size = n;
@@ -104,8 +180,11 @@ Status RowParser::ParseLines(std::span<const std::string> lines, std::string_vie
   out->labels.assign(block.labels.begin(), block.labels.begin() + n);
   out->dense.assign(block.dense.begin(), block.dense.begin() + n * nd);
   out->sparse.resize(static_cast<size_t>(ns));
-  out->group_keys.clear();
-  out->source = std::string(source);
+  if (plan.has_group) {
+    out->group_keys.assign(block.group.begin(), block.group.begin() + n);
+  } else {
+    out->group_keys.clear();
+  }
   out->first_line = 1;
   std::vector<int> multi_of(static_cast<size_t>(ns), -1);
   for (int k = 0; k < plan.num_multi(); ++k) multi_of[static_cast<size_t>(plan.multi_fields[static_cast<size_t>(k)])] = k;
@@ -121,6 +200,16 @@ Status RowParser::ParseLines(std::span<const std::string> lines, std::string_vie
       for (int64_t r = 0; r < n; ++r) col.ids[static_cast<size_t>(r)] = block.ids[static_cast<size_t>(r * ns + f)];
     }
   }
+}
+
+Status RowParser::ParseLines(std::span<const std::string> lines, std::string_view source, Batch* out) {
+  BeginBatch(static_cast<int64_t>(lines.size()));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    bool kept = false;
+    RECTRAIN_RETURN_IF_ERROR(AddLine(lines[i], source, static_cast<int64_t>(i) + 1, &kept));
+  }
+  FinishBatch(out);
+  out->source = std::string(source);
   return OkStatus();
 }
 

@@ -147,6 +147,50 @@ TEST(RowParserTest, BadLinesNameRowAndField) {
   EXPECT_NE(s.message().find("line break"), std::string::npos) << s;
 }
 
+// Training rows that arrive one at a time (a stream): the filters, downsampling and group key of
+// the config apply, a bad row is reported alone and adds nothing, JSON rows need their label.
+TEST(RowParserTest, TrainingRowsOneAtATime) {
+  TempDir dir;
+  DataConfig c = CsvConfig(dir.Write("d.csv", kCsv));
+  c.filters = {"city not in [oslo]"};
+  c.schema.group_key = "city";
+  auto reader = OpenBatchReader(c, {});
+  ASSERT_TRUE(reader.ok());
+  auto layout = (*reader)->row_layout();
+  ASSERT_TRUE(layout.ok());
+  auto parser = RowParser::Create(c, *layout, {.training = true});
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  RowParser& p = **parser;
+  p.BeginBatch(2);
+  bool kept = false;
+  ASSERT_TRUE(p.AddLine("1,25,10,paris,a|b", "s", 0, &kept).ok());
+  EXPECT_TRUE(kept);
+  ASSERT_TRUE(p.AddLine("0,40,3,oslo,c", "s", 0, &kept).ok());
+  EXPECT_FALSE(kept);  // filtered
+  Status bad = p.AddLine("1,abc,10,rome,a", "events/0@7", 0, &kept);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("events/0@7, column 3: field age"), std::string::npos) << bad;
+  ASSERT_TRUE(p.AddLine("0,18,7,rome,b|c|d", "s", 0, &kept).ok());
+  ASSERT_TRUE(p.AddLine("1,61,1,berlin,", "s", 0, &kept).ok());  // past the expected rows: grows
+  EXPECT_EQ(p.rows(), 3);
+  EXPECT_EQ(p.rows_filtered(), 1);
+  Batch b;
+  p.FinishBatch(&b);
+  ASSERT_EQ(b.size, 3);
+  EXPECT_EQ(b.labels, (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(b.group_keys.size(), 3u);
+  EXPECT_EQ(b.sparse[1].RowEnd(1) - b.sparse[1].RowBegin(1), 3);  // the bad row left no ids behind
+  auto json = p.LineFromJson(R"({"label": 1, "age": 30, "price": 2.5, "city": "paris", "tags": null})");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(*json, "1,30,2.5,paris,");
+  auto unlabeled = p.LineFromJson(R"({"age": 30})");
+  ASSERT_FALSE(unlabeled.ok());
+  EXPECT_NE(unlabeled.status().message().find("label 'label' is missing"), std::string::npos) << unlabeled.status();
+  EXPECT_FALSE(p.LineFromJson(R"({"label": 1, "size": 3})").ok());
+  EXPECT_FALSE(p.LineFromJson(R"({"label": [1]})").ok());
+  EXPECT_FALSE(p.LineFromJson("not json").ok());
+}
+
 TEST(RowParserTest, ParquetLayoutIsRefused) {
   RowLayout layout{.format = "parquet", .header = {"label"}, .stats = {}};
   auto p = RowParser::Create(DataConfig{}, layout);
