@@ -97,5 +97,24 @@ TEST(Examples, LibsvmExamplesParseAndBuildTheirModels) {
   }
 }
 
+// examples/online/: the online DeepFM reads a Redis stream (docs/online.md) and builds its model.
+TEST(Examples, OnlineExampleParsesAndBuildsItsModel) {
+  auto c = config::LoadTrainConfig(SourceDir() + "/examples/online/deepfm_stream.yaml", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->config.stream.has_value());
+  EXPECT_EQ(c->config.stream->kind, stream::SourceKind::kRedis);
+  EXPECT_EQ(c->config.stream->dead_letter, "events-dead");
+  EXPECT_TRUE(c->config.train_files.empty());
+  EXPECT_EQ(c->config.train.checkpoint_every_s, 60);
+  std::vector<std::string> sparse;
+  for (int i = 1; i <= 26; ++i) sparse.push_back("C" + std::to_string(i));
+  ASSERT_TRUE(nn::MakeModel(c->config.model, sparse, 13, c->config.embedding).ok());
+  // The same with a Kafka topic instead.
+  auto k = config::LoadTrainConfig(SourceDir() + "/examples/online/deepfm_stream.yaml",
+                                   {"data.stream.url=kafka://127.0.0.1:9092/events"});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->config.stream->kind, stream::SourceKind::kKafka);
+}
+
 }  // namespace
 }  // namespace rectrain

@@ -75,6 +75,7 @@ Status WriteDenseAndMeta(const std::string& tmp, const CheckpointMeta& meta, std
   if (!meta.data_split.empty()) j["data_split"] = meta.data_split;
   if (!meta.rank_rows_in_epoch.empty()) j["rank_rows_in_epoch"] = meta.rank_rows_in_epoch;
   if (meta.plan_world > 0) j["epoch_plan"] = {{"world", meta.plan_world}, {"rows", meta.plan_rows}};
+  if (!meta.stream_position.empty()) j["stream"] = nlohmann::json::parse(meta.stream_position, nullptr, /*allow_exceptions=*/false);
   return io::WriteFileAtomically(tmp + "/meta.json", j.dump(2) + "\n");
 }
 
@@ -192,6 +193,7 @@ Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
                              std::to_string(m.plan_world));
       }
     }
+    if (j.contains("stream")) m.stream_position = j.at("stream").dump();
   } catch (const std::exception& e) {
     return DataLossError(path + ": malformed checkpoint metadata: " + e.what());
   }

@@ -65,6 +65,10 @@ struct CheckpointMeta {
   // replay has consumed rows_in_epoch minus their sum. 0 / empty otherwise.
   int plan_world = 0;
   std::vector<int64_t> plan_rows;
+  // An online run (data.stream): the stream position after the last trained row, every rank's
+  // partitions (stream::StreamPosition JSON; "" = not a stream run). meta.json holds it as the
+  // object "stream".
+  std::string stream_position;
 };
 
 // Writes a checkpoint directory atomically (see top comment), replacing an existing `dir`.

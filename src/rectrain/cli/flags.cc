@@ -1,6 +1,8 @@
 #include "rectrain/cli/flags.h"
 
+#include <cctype>
 #include <charconv>
+#include <ctime>
 
 #include "rectrain/config/binder.h"
 
@@ -139,6 +141,44 @@ std::string FlagParser::Help() const {
   }
   line("-h, --help", "show this help");
   return out;
+}
+
+Result<std::chrono::system_clock::time_point> ParseUntil(std::string_view text, std::chrono::system_clock::time_point now) {
+  auto bad = [&]() {
+    return InvalidArgumentError("--until \"" + std::string(text) +
+                                "\": expected a duration (90s, 30m, 2h, 1d), a local date and time "
+                                "(2026-12-05T10:00[:SS], Z for UTC) or a time of day (18:30)");
+  };
+  std::string t(text);
+  if (!t.empty() && t[0] == '+') t.erase(0, 1);
+  // A duration: digits and a unit.
+  if (!t.empty() && std::isdigit(static_cast<unsigned char>(t[0])) && std::string("smhd").find(t.back()) != std::string::npos &&
+      t.find_first_not_of("0123456789") == t.size() - 1) {
+    const int64_t n = std::stoll(t.substr(0, t.size() - 1));
+    const int64_t unit = t.back() == 's' ? 1 : t.back() == 'm' ? 60 : t.back() == 'h' ? 3600 : 86400;
+    if (n <= 0 || n > 3650LL * 86400 / unit) return bad();
+    return now + std::chrono::seconds(n * unit);
+  }
+  std::tm tm{};
+  const time_t now_t = std::chrono::system_clock::to_time_t(now);
+  localtime_r(&now_t, &tm);
+  const bool utc = !t.empty() && t.back() == 'Z';
+  if (utc) t.pop_back();
+  const char* end = nullptr;
+  if (t.size() == 5 && t[2] == ':') {  // HH:MM today (or tomorrow)
+    end = strptime(t.c_str(), "%H:%M", &tm);
+    if (end == nullptr || *end != '\0') return bad();
+    tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    auto at = std::chrono::system_clock::from_time_t(mktime(&tm));
+    return at > now ? at : at + std::chrono::hours(24);
+  }
+  tm = std::tm{};
+  end = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) end = strptime(t.c_str(), "%Y-%m-%dT%H:%M", &tm);
+  if (end == nullptr || *end != '\0') return bad();
+  tm.tm_isdst = -1;
+  return std::chrono::system_clock::from_time_t(utc ? timegm(&tm) : mktime(&tm));
 }
 
 }  // namespace rectrain::cli

@@ -5,10 +5,13 @@
 // Thread safety: single-threaded use.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
 
 namespace rectrain::cli {
@@ -50,5 +53,11 @@ class FlagParser {
   std::vector<Pos> positionals_;
   bool help_requested_ = false;
 };
+
+// The time of an --until flag, relative to `now`: a duration ("90s", "30m", "2h", "1d", with or
+// without a leading '+'), a local date and time ("2026-12-05T10:00" or with ":SS"; a trailing
+// 'Z' means UTC), or a local time of day ("18:30": today, or tomorrow once it has passed).
+// InvalidArgument shows the accepted forms.
+Result<std::chrono::system_clock::time_point> ParseUntil(std::string_view text, std::chrono::system_clock::time_point now);
 
 }  // namespace rectrain::cli

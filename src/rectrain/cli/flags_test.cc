@@ -63,4 +63,22 @@ TEST(ExitCodes, Table) {
 }
 
 }  // namespace
+TEST(ParseUntilTest, DurationsDatesAndTimesOfDay) {
+  const auto now = std::chrono::system_clock::from_time_t(1700000000);  // 2023-11-14T22:13:20Z
+  EXPECT_EQ(*ParseUntil("90s", now), now + std::chrono::seconds(90));
+  EXPECT_EQ(*ParseUntil("+30m", now), now + std::chrono::minutes(30));
+  EXPECT_EQ(*ParseUntil("2h", now), now + std::chrono::hours(2));
+  EXPECT_EQ(*ParseUntil("2023-11-15T00:00:00Z", now), std::chrono::system_clock::from_time_t(1700006400));
+  EXPECT_EQ(*ParseUntil("2023-11-15T00:00Z", now), std::chrono::system_clock::from_time_t(1700006400));
+  auto later = ParseUntil("18:30", now);
+  ASSERT_TRUE(later.ok());
+  EXPECT_GT(*later, now);
+  EXPECT_LE(*later, now + std::chrono::hours(24));
+  for (const char* bad : {"", "soon", "10x", "0s", "2023-13-45T00:00", "25:99", "12:00:00"}) {
+    auto r = ParseUntil(bad, now);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) EXPECT_NE(r.status().message().find("expected a duration"), std::string::npos);
+  }
+}
+
 }  // namespace rectrain::cli

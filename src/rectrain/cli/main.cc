@@ -59,7 +59,6 @@ int Dispatch(const std::string& cmd, const std::vector<std::string>& rest) {
                   "       rectrain data stats FILES... [--format F] [--header] [--json]\n"
                   "       rectrain data cache CONFIG [--split train|valid|all] [--set KEY=VALUE]... [--force]\n"
                   "       rectrain data convert INPUT... --to cache|tsv|parquet --out PATH [--config CONFIG | schema flags]\n"
-
                   "       rectrain data produce FILE --to kafka://HOSTS/TOPIC|redis://HOST:PORT/KEY [--rate N]\n");
       return rest.empty() ? 2 : 0;
     }

@@ -101,17 +101,24 @@ void PrintResult(const train::SessionResult& r) {
   if (s.has_oracle) std::printf("oracle: auc %.5f  logloss %.5f\n", s.oracle.auc, s.oracle.logloss);
 }
 
+// --until as a time point ({} when not given).
+Result<std::chrono::system_clock::time_point> UntilTime(const std::string& until) {
+  if (until.empty()) return std::chrono::system_clock::time_point{};
+  return ParseUntil(until, std::chrono::system_clock::now());
+}
+
 }  // namespace
 
 int RunTrain(const std::vector<std::string>& args) {
   const char* kCmd = "rectrain train";
-  std::string config_path, run_dir, resume;
+  std::string config_path, run_dir, resume, until;
   std::vector<std::string> sets, tags;
   bool no_progress = false, quiet = false, skip_data_check = false;
   FlagParser flags(kCmd, "CONFIG.yaml [--set KEY=VALUE ...] [--run-dir DIR] | --resume RUN_DIR",
                    "Trains a model as configured (every key: docs/config.md). The run directory gets\n"
                    "config.yaml (resolved), train.log, checkpoints/, model/ and summary.json.\n"
                    "SIGINT/SIGTERM stop after the current step with a checkpoint (exit 130/143);\n"
+                   "with data.stream it trains online until --until, train.max_rows or a signal;\n"
                    "continue with --resume RUN_DIR. Under mpirun/srun every rank runs this same\n"
                    "command and they train one model together (docs/scaling.md).");
   flags.Positional("CONFIG.yaml", &config_path, false,
@@ -122,6 +129,9 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Bool("no-progress", &no_progress, "log lines instead of a progress bar on a terminal");
   flags.Bool("quiet", &quiet, "print only the result (train.log still gets everything)");
   flags.Repeated("tag", &tags, "tag the run in the tracking store (repeatable; adds to tracking.tags)");
+  flags.String("until", &until,
+               "end the run (checkpoint, final model) at this time: 30m, 2h, 2026-12-05T10:00, 18:30 (an online "
+               "run never ends by itself otherwise)");
   flags.Bool("skip-data-check", &skip_data_check,
              "do not profile and check the data before training (checks.before_train: false)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
@@ -133,6 +143,8 @@ int RunTrain(const std::vector<std::string>& args) {
     return ReportError(kCmd, InvalidArgumentError("--run-dir " + run_dir + " and --resume " + resume +
                                                   " name different directories; pass only --resume"));
   }
+  const auto until_time = UntilTime(until);
+  if (!until_time.ok()) return ReportError(kCmd, until_time.status());
   // One process, or one rank of a job started by mpirun/srun (dist/launch.h).
   auto connected = dist::Connect();
   if (!connected.ok()) return ReportError(kCmd, connected.status());
@@ -159,6 +171,7 @@ int RunTrain(const std::vector<std::string>& args) {
   o.size_compute_pool = SetComputePoolThreads;
   o.metrics_token = EnvString("RECTRAIN_METRICS_TOKEN");
   o.tracking_store_env = EnvString(track::kStoreEnv);
+  o.until = *until_time;
   o.note = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);

@@ -371,7 +371,7 @@ void BindDist(ConfigBinder& b, TrainConfig& c) {
 void CheckCrossKeys(ConfigBinder& b, const TrainConfig& c) {
   const data::SchemaConfig& schema = c.data.schema;
   const TrainerSettings& t = c.train;
-  if (c.train_files.empty()) {
+  if (c.train_files.empty() && !c.stream) {
     b.AddError("data.train", "is required: a file, a glob or a list of them (e.g. --set data.train=train.tsv)");
   }
   if (c.valid_files.empty()) {
@@ -412,6 +412,7 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   BindTracking(b, c);
   BindChecks(b, c);
   BindDist(b, c);
+  BindStreamSection(b, &c);
   CheckCrossKeys(b, c);
   return c;
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "rectrain/nn/model_config.h"
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/optim/optimizer.h"
+#include "rectrain/stream/stream_config.h"
 
 namespace rectrain::config {
 
@@ -52,6 +54,12 @@ struct TrainerSettings {
   // activations of one slice in memory at a time) whose gradients are summed before one update.
   int64_t accumulate_steps = 1;
   EarlyStoppingConfig early_stopping;
+  // Online training (data.stream, docs/online.md): stop after this many training rows in all
+  // (0 = no limit), and checkpoint every this many seconds of wall time (0 = off).
+  int64_t max_rows = 0;
+  double checkpoint_every_s = 0;
+  // data.stream: the progressive-validation window (the last this many scored rows).
+  int64_t online_window = 100000;
 };
 
 struct EvalSettings {
@@ -130,6 +138,9 @@ struct TrainConfig {
   MonitoringSettings monitoring;
   data::DataChecks checks;               // checks.*: thresholds of `rectrain data check`
   DistSettings dist;                     // dist.*
+  // data.stream: train from a Kafka topic or a Redis stream instead of data.train's files
+  // (which then only give the statistics of standardize / quantiles, if any).
+  std::optional<stream::StreamConfig> stream;
 
   // dist.data_split with auto resolved.
   DataSplit ResolvedDataSplit() const {
@@ -141,6 +152,10 @@ struct TrainConfig {
   // embedding.optimizer.lr (min_lr scaled by the same ratio).
   optim::LrScheduleConfig SparseLrSchedule() const;
 };
+
+// Binds data.stream.* (when the section is present) and train.max_rows / checkpoint_every_s
+// into *config (config/stream_section.cc); BindTrainConfig calls it.
+void BindStreamSection(ConfigBinder& binder, TrainConfig* config);
 
 // Binds every key of the schema from `binder`, recording type/range/consistency errors in
 // it; the caller then calls binder.Finish() (which also reports unknown keys).

@@ -341,4 +341,52 @@ TEST(TrainConfig, ClassifierKeys) {
   EXPECT_NE(acc_binary.status().message().find("accuracy needs model.num_classes >= 2"), std::string::npos);
 }
 
+TEST(TrainConfig, StreamSection) {
+  auto c = Load("data:\n  stream:\n    url: kafka://h1:9092,h2:9092/clicks\n    partitions: ['0', '2']\n"
+                "    start: earliest\n    format: json\n    kafka: {security.protocol: plaintext}\n"
+                "train: {max_rows: 1000, checkpoint_every_s: 30, online_window: 5000}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const TrainConfig& t = c->config;
+  ASSERT_TRUE(t.stream.has_value());
+  EXPECT_EQ(t.stream->kind, stream::SourceKind::kKafka);
+  EXPECT_EQ(t.stream->hosts, (std::vector<std::string>{"h1:9092", "h2:9092"}));
+  EXPECT_EQ(t.stream->topic, "clicks");
+  EXPECT_EQ(t.stream->partitions, (std::vector<std::string>{"0", "2"}));
+  EXPECT_EQ(t.stream->start, stream::StartPosition::kEarliest);
+  EXPECT_EQ(t.stream->format, stream::MessageFormat::kJson);
+  EXPECT_EQ(t.stream->kafka.at("security.protocol"), "plaintext");
+  EXPECT_EQ(t.stream->group, "rectrain");
+  EXPECT_EQ(t.train.max_rows, 1000);
+  EXPECT_EQ(t.train.checkpoint_every_s, 30);
+  EXPECT_EQ(t.train.online_window, 5000);
+  EXPECT_TRUE(t.train_files.empty());  // data.train is not needed with a stream
+  auto again = Load(c->resolved_yaml);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->hash, c->hash);
+  // A config without the section resolves without its keys.
+  auto plain = Load("data: {train: a.tsv}\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->resolved_yaml.find("stream"), std::string::npos);
+  EXPECT_FALSE(plain->config.stream.has_value());
+}
+
+TEST(TrainConfig, StreamSectionErrors) {
+  auto c = Load("data:\n  stream:\n    url: http://x:1/y\n    start: newest\n"
+                "    kafka: {a: b}\ntrain: {epochs: 3}\n");
+  ASSERT_FALSE(c.ok());
+  const std::string m(c.status().message());
+  EXPECT_NE(m.find("data.stream.url: \"http://x:1/y\": unknown scheme"), std::string::npos) << m;
+  EXPECT_NE(m.find("data.stream.start"), std::string::npos) << m;
+  EXPECT_NE(m.find("train.epochs: does not apply to data.stream"), std::string::npos) << m;
+  auto r = Load("data:\n  stream: {url: 'redis://h:1/k', kafka: {a: b}}\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("data.stream.kafka"), std::string::npos) << r.status();
+  auto no_url = Load("data:\n  stream: {group: g}\n");
+  ASSERT_FALSE(no_url.ok());
+  EXPECT_NE(no_url.status().message().find("data.stream.url: is required"), std::string::npos) << no_url.status();
+  auto window = Load("data: {train: a.tsv}\ntrain: {online_window: 10}\n");
+  ASSERT_FALSE(window.ok());
+  EXPECT_NE(window.status().message().find("applies to online runs only"), std::string::npos) << window.status();
+}
+
 }  // namespace rectrain::config

@@ -57,6 +57,28 @@ struct RankFigures {
   PhaseSeconds breakdown;
 };
 
+// An online run's figures (data.stream; docs/online.md), rank 0's partitions.
+struct OnlineFigures {
+  bool enabled = false;
+  // Progressive validation: every row is scored before the step that trains on it; AUC and
+  // logloss of the last `window_rows` such predictions.
+  double auc = kNaN;
+  double logloss = kNaN;
+  int64_t window_rows = 0;
+  int64_t lag_messages = -1;        // in the stream, not yet trained on; -1 = unknown
+  int64_t newest_event_ms = 0;      // event time of the newest message trained on (ms since epoch)
+  double event_lag_seconds = kNaN;  // now - newest_event_ms
+  int64_t messages = 0;             // consumed into trained batches (good, bad, filtered)
+  int64_t bad_messages = 0;
+  int64_t dead_lettered = 0;
+  int64_t dead_letter_failures = 0;
+  int64_t source_errors = 0;        // transient broker failures retried
+  int64_t reconnects = 0;
+  bool connected = true;
+  int64_t commits = 0;
+  int64_t commit_failures = 0;
+};
+
 // A snapshot of the training loop, taken after a step.
 struct ProgressInfo {
   int64_t step = 0;                  // global steps completed
@@ -73,6 +95,7 @@ struct ProgressInfo {
   std::vector<TableSummary> tables;  // embedding table counters (summed over a job's ranks)
   std::vector<RankFigures> ranks;    // a job: every rank's figures as of the last log line
   bool log_line = false;             // true at train.log_every_steps (a log line was written)
+  OnlineFigures online;              // enabled in an online run
 };
 
 class TrainObserver {

@@ -159,6 +159,12 @@ std::vector<track::MetricValue> FinalMetrics(const TrainSummary& s) {
     add("oracle/auc", s.oracle.auc);
     add("oracle/logloss", s.oracle.logloss);
   }
+  if (s.online.enabled) {
+    add("online/auc", s.online.auc);
+    add("online/logloss", s.online.logloss);
+    add("stream/messages", static_cast<double>(s.online.messages));
+    add("stream/bad_messages", static_cast<double>(s.online.bad_messages));
+  }
   return out;
 }
 
@@ -306,16 +312,9 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
       auto it = tables_.find(t.name);
       if (it == tables_.end()) {
         const http::Labels l{{"run", run_label_}, {"table", t.name}};
-        http::MetricsRegistry& reg = *options_.registry;
         TableSeries ts;
-        auto g = [&](const char* name, const char* help) -> http::Gauge* {
-          auto r = reg.GetGauge(name, help, l);
-          return r.ok() ? *r : nullptr;
-        };
-        auto c = [&](const char* name, const char* help) -> http::Counter* {
-          auto r = reg.GetCounter(name, help, l);
-          return r.ok() ? *r : nullptr;
-        };
+        auto g = [&](const char* name, const char* help) { return GaugeOrNull(name, help, l); };
+        auto c = [&](const char* name, const char* help) { return CounterOrNull(name, help, l); };
         ts.rows = g("rectrain_embedding_rows", "Rows resident in the embedding table.");
         ts.bytes = g("rectrain_embedding_bytes", "Memory accounted to the embedding table.");
         ts.admissions = c("rectrain_embedding_admissions_total", "Ids that got their own row.");
@@ -329,11 +328,10 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
         // there (deploy/prometheus/alerts.yml: RectrainEmbeddingMemoryNearBudget).
         http::Labels bl = l;
         bl.emplace_back("on_budget", t.on_budget);
-        auto budget = reg.GetGauge("rectrain_embedding_budget_bytes",
-                                   "Memory budget of the embedding table (embedding.memory_budget over the ranks "
-                                   "holding it; 0 = unlimited).",
-                                   bl);
-        ts.budget = budget.ok() ? *budget : nullptr;
+        ts.budget = GaugeOrNull("rectrain_embedding_budget_bytes",
+                                "Memory budget of the embedding table (embedding.memory_budget over the ranks "
+                                "holding it; 0 = unlimited).",
+                                bl);
         it = tables_.emplace(t.name, ts).first;
       }
       TableSeries& ts = it->second;
@@ -352,7 +350,17 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
     }
   }
   if (options_.registry != nullptr) ExportRanks(p.ranks);
+  if (options_.registry != nullptr && p.online.enabled) ExportOnline(p.online);
   if (options_.store == nullptr || !p.log_line) return;
+  if (p.online.enabled) {
+    const OnlineFigures& f = p.online;
+    std::vector<track::MetricValue> online = {{"online/auc", f.auc},
+                                              {"online/logloss", f.logloss},
+                                              {"stream/lag_seconds", f.event_lag_seconds},
+                                              {"stream/bad_messages", static_cast<double>(f.bad_messages)}};
+    if (f.lag_messages >= 0) online.push_back({"stream/lag_messages", static_cast<double>(f.lag_messages)});
+    Write(options_.store->LogMetrics(*run_, p.step, online), "online metrics");
+  }
   // A job: every rank's figures, as rank<r>/... metrics of the run.
   std::vector<track::MetricValue> per_rank;
   std::vector<std::string> names;
@@ -390,30 +398,70 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
   Write(options_.store->LogMetrics(*run_, p.step, m), "metrics");
 }
 
+http::Gauge* RunRecorder::GaugeOrNull(const char* name, const char* help, const http::Labels& labels) {
+  auto r = options_.registry->GetGauge(name, help, labels);
+  return r.ok() ? *r : nullptr;
+}
+
+http::Counter* RunRecorder::CounterOrNull(const char* name, const char* help, const http::Labels& labels) {
+  auto r = options_.registry->GetCounter(name, help, labels);
+  return r.ok() ? *r : nullptr;
+}
+
+void RunRecorder::ExportOnline(const OnlineFigures& f) {
+  const http::Labels l{{"run", run_label_}};
+  auto g = [&](const char* name, const char* help) { return GaugeOrNull(name, help, l); };
+  auto c = [&](const char* name, const char* help) { return CounterOrNull(name, help, l); };
+  OnlineSeries& o = online_;
+  if (o.auc == nullptr) {
+    o.auc = g("rectrain_online_auc", "Progressive-validation AUC: the last train.online_window rows, each scored before training on it.");
+    o.logloss = g("rectrain_online_logloss", "Progressive-validation logloss over the same window.");
+    o.lag_messages = g("rectrain_stream_lag_messages", "Messages in the stream not yet trained on (rank 0's partitions; NaN = unknown).");
+    o.lag_seconds = g("rectrain_stream_lag_seconds", "Now minus the event time of the newest message trained on.");
+    o.connected = g("rectrain_stream_connected", "1 while the stream's broker is reachable, 0 while the reader retries.");
+    o.messages = c("rectrain_stream_messages_total", "Messages consumed into trained batches (good, bad and filtered).");
+    o.bad = c("rectrain_stream_bad_messages_total", "Bad messages skipped (malformed, unknown column, no label).");
+    o.dead_lettered = c("rectrain_stream_dead_lettered_total", "Bad messages sent to data.stream.dead_letter.");
+    o.dead_letter_failures = c("rectrain_stream_dead_letter_failures_total", "Bad messages the dead-letter stream did not take.");
+    o.errors = c("rectrain_stream_errors_total", "Transient broker failures retried (dropped connections, broker down).");
+    o.commits = c("rectrain_stream_commits_total", "Stream positions committed to the broker after their checkpoint landed.");
+    o.commit_failures = c("rectrain_stream_commit_failures_total", "Commits the broker did not take (retried by the next checkpoint).");
+  }
+  auto set = [](http::Gauge* x, double v) {
+    if (x) x->Set(v);
+  };
+  auto total = [](http::Counter* x, int64_t v) {
+    if (x) x->SetTotal(static_cast<double>(v));
+  };
+  set(o.auc, f.auc);
+  set(o.logloss, f.logloss);
+  set(o.lag_messages, f.lag_messages >= 0 ? static_cast<double>(f.lag_messages) : kNaN);
+  set(o.lag_seconds, f.event_lag_seconds);
+  set(o.connected, f.connected ? 1.0 : 0.0);
+  total(o.messages, f.messages);
+  total(o.bad, f.bad_messages);
+  total(o.dead_lettered, f.dead_lettered);
+  total(o.dead_letter_failures, f.dead_letter_failures);
+  total(o.errors, f.source_errors);
+  total(o.commits, f.commits);
+  total(o.commit_failures, f.commit_failures);
+}
+
 void RunRecorder::ExportRanks(const std::vector<RankFigures>& ranks) {
-  http::MetricsRegistry& reg = *options_.registry;
   for (const RankFigures& f : ranks) {
     auto it = ranks_.find(f.rank);
     if (it == ranks_.end()) {
       const http::Labels l{{"run", run_label_}, {"rank", std::to_string(f.rank)}};
-      auto g = [&](const char* name, const char* help, const http::Labels& labels) -> http::Gauge* {
-        auto r = reg.GetGauge(name, help, labels);
-        return r.ok() ? *r : nullptr;
-      };
-      auto c = [&](const char* name, const char* help, const http::Labels& labels) -> http::Counter* {
-        auto r = reg.GetCounter(name, help, labels);
-        return r.ok() ? *r : nullptr;
-      };
       RankSeries rs;
-      rs.rows = c("rectrain_rank_rows_total", "Training rows a rank trained on (this session).", l);
-      rs.ids_owned = g("rectrain_rank_embedding_rows", "Embedding rows resident on a rank (all tables).", l);
-      rs.bytes_sent = c("rectrain_rank_bytes_sent_total", "Bytes a rank sent to the other ranks.", l);
-      rs.bytes_received = c("rectrain_rank_bytes_received_total", "Bytes a rank received from the others.", l);
+      rs.rows = CounterOrNull("rectrain_rank_rows_total", "Training rows a rank trained on (this session).", l);
+      rs.ids_owned = GaugeOrNull("rectrain_rank_embedding_rows", "Embedding rows resident on a rank (all tables).", l);
+      rs.bytes_sent = CounterOrNull("rectrain_rank_bytes_sent_total", "Bytes a rank sent to the other ranks.", l);
+      rs.bytes_received = CounterOrNull("rectrain_rank_bytes_received_total", "Bytes a rank received from the others.", l);
       for (const char* phase : {"data_wait", "lookup", "exchange", "forward", "backward", "allreduce", "sparse_update",
                                 "dense_update"}) {
         http::Labels pl = l;
         pl.emplace_back("phase", phase);
-        rs.phases[phase] = c("rectrain_rank_step_seconds_total", "Seconds a rank spent in each phase of its steps.", pl);
+        rs.phases[phase] = CounterOrNull("rectrain_rank_step_seconds_total", "Seconds a rank spent in each phase of its steps.", pl);
       }
       it = ranks_.emplace(f.rank, rs).first;
     }

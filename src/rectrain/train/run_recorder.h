@@ -149,6 +149,25 @@ class RunRecorder : public TrainObserver {
   };
   std::map<int, RankSeries> ranks_;
   void ExportRanks(const std::vector<RankFigures>& ranks);
+  // An online run's series (rectrain_online_*, rectrain_stream_*), registered on first use.
+  struct OnlineSeries {
+    http::Gauge* auc = nullptr;
+    http::Gauge* logloss = nullptr;
+    http::Gauge* lag_messages = nullptr;
+    http::Gauge* lag_seconds = nullptr;
+    http::Gauge* connected = nullptr;
+    http::Counter* messages = nullptr;
+    http::Counter* bad = nullptr;
+    http::Counter* dead_lettered = nullptr;
+    http::Counter* dead_letter_failures = nullptr;
+    http::Counter* errors = nullptr;
+    http::Counter* commits = nullptr;
+    http::Counter* commit_failures = nullptr;
+  } online_;
+  void ExportOnline(const OnlineFigures& online);
+  // The series of the registry, or null when the name clashes (that series is then not exported).
+  http::Gauge* GaugeOrNull(const char* name, const char* help, const http::Labels& labels);
+  http::Counter* CounterOrNull(const char* name, const char* help, const http::Labels& labels);
 
   std::thread heartbeat_;
   std::mutex hb_mu_;

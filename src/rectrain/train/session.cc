@@ -146,7 +146,8 @@ Status StartRecording(const SessionOptions& o, const config::LoadedConfig& loade
   // The data check before the first step (docs/data.md "Data quality"): every violation of
   // `checks:` in data.train and data.valid stops here, in one report (exit 6). Not on --resume:
   // the run's data was checked when it started.
-  if (c.checks.before_train && !o.skip_data_check && !o.resume) {
+  // An online run's data is the stream; its checks are the bad-message limits (data.stream.*).
+  if (c.checks.before_train && !o.skip_data_check && !o.resume && !c.stream) {
     auto gate = RunDataGate(c, run_dir, std::max(c.threads, c.read.num_threads));
     Status failed = gate.ok() ? DataGateError(*gate) : gate.status();
     if (gate.ok() && rec->recorder) rec->recorder->RecordDataCheck(*gate);
@@ -285,6 +286,7 @@ Result<SessionResult> RunTrainingSession(const SessionOptions& o, std::string* r
   to.observer = rec.recorder && o.observer ? &both : rec.recorder ? rec.recorder.get() : o.observer;
   to.size_compute_pool = o.size_compute_pool;
   to.comm = comm->distributed() ? comm : nullptr;
+  to.until = o.until;
   if (run_dir_out != nullptr) *run_dir_out = run_dir;
   auto summary = Train(*loaded, to);
   if (rec.recorder) {

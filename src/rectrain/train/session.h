@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct SessionOptions {
   // the tracking store when the config names none). Empty: unset.
   std::string metrics_token;
   std::string tracking_store_env;
+  std::chrono::system_clock::time_point until{};  // TrainerOptions::until
   // Lines for the terminal besides the log (tracking run id, /metrics URL, data check verdict);
   // called on rank 0 only when echo. May be empty.
   std::function<void(const std::string&)> note;

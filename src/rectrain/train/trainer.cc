@@ -18,6 +18,7 @@
 #include "rectrain/train/internal/async_phase.h"
 #include "rectrain/train/internal/early_stopping.h"
 #include "rectrain/train/internal/job_figures.h"
+#include "rectrain/train/internal/online.h"
 #include "rectrain/train/internal/progress.h"
 #include "rectrain/train/internal/remote_checkpoints.h"
 #include "rectrain/train/internal/run_files.h"
@@ -42,8 +43,9 @@ class TrainLoop {
   TrainLoop(const config::LoadedConfig& config, const TrainerOptions& options, dist::Communicator* comm)
       : lc_(config), c_(config.config), opt_(options) {
     job_.comm = comm;
-    job_.split = c_.ResolvedDataSplit() == config::DataSplit::kBatches ? config::DataSplit::kBatches
-                                                                       : config::DataSplit::kShards;
+    // A stream is read in shards: every rank its own partitions.
+    job_.split = c_.ResolvedDataSplit() == config::DataSplit::kBatches && !c_.stream ? config::DataSplit::kBatches
+                                                                                    : config::DataSplit::kShards;
     if (c_.dist.mode == config::DistMode::kAsync && comm->distributed()) job_.servers = c_.dist.servers;
   }
 
@@ -63,6 +65,10 @@ class TrainLoop {
   Status AfterStep(const LockstepPass::Step& step, bool* done);
   Status EndEpoch(bool* done);
   Status StopBetweenEpochs(int64_t finished_epoch, bool* done);
+  // Online (data.stream): --until and train.checkpoint_every_s, decided by the job together
+  // after a step; and the run's status from the reason the stream ended.
+  Status ClockDecisions(bool* done);
+  void OnlineEnded();
   Status RunEval(const char* why);
   bool EarlyStop();
   Status Checkpoint();
@@ -113,6 +119,8 @@ class TrainLoop {
   std::unique_ptr<internal::EvalSplit> valid_;
   std::unique_ptr<internal::Progress> progress_;
   std::unique_ptr<LockstepPass> pass_;
+  internal::OnlineStream* online_ = nullptr;  // data.stream: data_.source
+  Stopwatch since_checkpoint_;                // train.checkpoint_every_s
   optim::LrScheduleConfig sparse_schedule_;
   CheckpointMeta meta_;
   TrainSummary summary_;
@@ -161,7 +169,12 @@ Status TrainLoop::SetupLocal() {
   const internal::LogFn log = [this](const std::string& line) { Log(line); };
   auto budget = std::make_shared<data::MemoryBudget>(
       c_.epoch.memory_cache_bytes > 0 ? c_.epoch.memory_cache_bytes : data::MemoryBudget::DefaultBytes());
-  RECTRAIN_ASSIGN_OR_RETURN(data_, internal::OpenTrainData(c_, job_, scale_, meta_, budget, log));
+  if (c_.stream) {
+    RECTRAIN_ASSIGN_OR_RETURN(data_, internal::OpenOnlineData(c_, job_, scale_, meta_, {opt_.stop_signal, opt_.until}, log));
+    online_ = data_.online;
+  } else {
+    RECTRAIN_ASSIGN_OR_RETURN(data_, internal::OpenTrainData(c_, job_, scale_, meta_, budget, log));
+  }
   if (data_.first_pass) pass_ = std::make_unique<LockstepPass>(std::move(data_.first_pass), job_);
   local_rows_in_epoch_ = data_.local_rows_done;
   RECTRAIN_ASSIGN_OR_RETURN(model_, internal::BuildRunModel(c_, data_, job_, log));
@@ -212,6 +225,9 @@ Status TrainLoop::Step(const LockstepPass::Step& step) {
                                                    ") or embedding.optimizer.lr, or add optimizer.warmup_steps"));
   }
   progress_->OnStep(loss, rates.dense_lr, model_->runner->probs(), *step.batch, step.global_rows);
+  if (online_ && model_->classes == 1) {
+    online_->Score(model_->runner->probs().first(static_cast<size_t>(step.batch->size)), step.batch->labels);
+  }
   ++meta_.step;
   meta_.rows_in_epoch += step.global_rows;
   meta_.rows_read_total += step.global_rows;
@@ -245,6 +261,13 @@ Status TrainLoop::AfterStep(const LockstepPass::Step& step, bool* done) {
     Log("reached train.max_steps = " + std::to_string(tc.max_steps));
     *done = true;
   }
+  if (!*done && tc.max_rows > 0 && meta_.rows_read_total >= tc.max_rows) {
+    Log("reached train.max_rows = " + std::to_string(tc.max_rows));
+    *done = true;
+  }
+  if (!*done) {
+    RECTRAIN_RETURN_IF_ERROR(ClockDecisions(done));
+  }
   // A job agrees on a stop request at the start of a step (LockstepPass), so it stops one step
   // after a signal that arrives mid-step; a single process stops right away.
   if (!*done && (step.stop || (!job_.lockstep() && stop_requested()))) {
@@ -274,6 +297,7 @@ Result<bool> TrainLoop::RunPass(bool* done) {
     }
     const LockstepPass::Step step = **next;
     if (stop_first && step.stop) return StopBeforeFirstStep(SIGTERM, done);
+    if (online_ && step.global_rows == 0 && !step.stop) continue;  // a step in which no rank had rows
     RECTRAIN_RETURN_IF_ERROR(Step(step));
     progress_->AddLoopTime();
     RECTRAIN_RETURN_IF_ERROR(AfterStep(step, done));
@@ -303,6 +327,10 @@ Status TrainLoop::Loop() {
     progress_->StartEpoch(summary_.breakdown.data_wait);
     RECTRAIN_ASSIGN_OR_RETURN(const bool ended, RunPass(&done));
     if (!ended) break;
+    if (online_) {  // the stream ended (a signal, --until, train.max_rows): no epoch to complete
+      OnlineEnded();
+      break;
+    }
     RECTRAIN_RETURN_IF_ERROR(EndEpoch(&done));
   }
   // The last steps since the previous report, so the recorded curves reach the final step.
@@ -329,6 +357,38 @@ Status TrainLoop::EndEpoch(bool* done) {
     if (EarlyStop()) *done = true;
   }
   return *done ? OkStatus() : StopBetweenEpochs(finished_epoch, done);
+}
+
+Status TrainLoop::ClockDecisions(bool* done) {
+  const bool has_until = opt_.until != std::chrono::system_clock::time_point{};
+  if (c_.train.checkpoint_every_s <= 0 && !has_until) return OkStatus();
+  // Wall-clock decisions differ between ranks by a little: the job takes them together.
+  std::vector<int64_t> now = {has_until && std::chrono::system_clock::now() >= opt_.until,
+                              c_.train.checkpoint_every_s > 0 && since_checkpoint_.Seconds() >= c_.train.checkpoint_every_s};
+  if (job_.lockstep()) {
+    RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(now), dist::ReduceOp::kMax));
+  }
+  if (now[0] != 0) {
+    Log("reached --until");
+    *done = true;
+  } else if (now[1] != 0) {
+    RECTRAIN_RETURN_IF_ERROR(Checkpoint());
+  }
+  return OkStatus();
+}
+
+void TrainLoop::OnlineEnded() {
+  switch (online_->end_reason()) {
+    case stream::StreamEnd::kStopped:
+      Interrupted(SIGTERM);
+      break;
+    case stream::StreamEnd::kUntil:
+      Log("reached --until");
+      break;
+    case stream::StreamEnd::kMaxRows:
+    case stream::StreamEnd::kNone:  // another rank's stream ended first
+      break;
+  }
 }
 
 // A stop request between epochs: agreed like one inside a pass (an async worker stops alone).
@@ -366,7 +426,12 @@ void TrainLoop::LogRanks() {
 void TrainLoop::LogProgress(bool line) {
   if (!lead()) return;
   if (line || !log_->bar()) {
-    Log(progress_->StepLine(At(), compute_));
+    if (online_) {
+      const OnlineFigures f = online_->Figures(compute_);
+      Log(progress_->StepLine(At(), compute_, &f));
+    } else {
+      Log(progress_->StepLine(At(), compute_));
+    }
   } else {
     log_->Bar(progress_->BarText(At(), compute_));
   }
@@ -381,7 +446,9 @@ void TrainLoop::Report(bool log_line) {
   in.queue_depth = pass_ ? pass_->reader().Stats().queue_depth : 0;
   in.tables = job_.distributed() ? figures_.tables : internal::LocalTableSummaries(model_->bundle);
   in.ranks = figures_.ranks;
-  opt_.observer->OnProgress(progress_->Report(std::move(in), log_line, compute_));
+  ProgressInfo p = progress_->Report(std::move(in), log_line, compute_);
+  if (online_) p.online = online_->Figures(compute_);
+  opt_.observer->OnProgress(p);
 }
 
 Status TrainLoop::RunEval(const char* why) {
@@ -425,7 +492,7 @@ Status TrainLoop::Checkpoint() {
   meta_.rows_rejected_total = figures_.rejected;
   meta_.world = job_.world();
   meta_.data_split = job_.distributed() ? config::DataSplitName(job_.split) : "";
-  data_.source->SavePosition(&meta_);
+  RECTRAIN_RETURN_IF_ERROR(data_.source->SavePosition(&meta_));
   meta_.rank_rows_in_epoch.clear();
   if (job_.distributed() && job_.split == config::DataSplit::kShards) {
     std::vector<int64_t> mine = {local_rows_in_epoch_};
@@ -441,6 +508,9 @@ Status TrainLoop::Checkpoint() {
     if (pruned.ok()) Log("checkpoint uploaded to " + io::JoinPath(c_.train.checkpoint_dir, "step-" + step));
   }
   RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, pruned)));
+  // Complete on every rank (and in train.checkpoint_dir): a stream may commit its position now.
+  data_.source->CheckpointLanded();
+  since_checkpoint_.Reset();
   last_checkpoint_step_ = meta_.step;
   summary_.last_checkpoint = dir;
   Log("checkpoint " + dir + " (" + Fixed(sw.Seconds(), 2) + "s)");
@@ -531,6 +601,7 @@ void TrainLoop::WriteSummary() {
   summary_.object_store = io::RemoteIoTotals();
   if (!lead()) return;
   if (summary_.object_store.requests > 0 && log_) Log("object store: " + summary_.object_store.ToString());
+  if (online_) summary_.online = online_->Figures(compute_);
   const std::string path = opt_.run_dir + "/summary.json";
   Status s = internal::WriteSummaryFile(path, summary_);
   if (!s.ok() && log_) Log("warning: cannot write " + path + ": " + s.ToString());

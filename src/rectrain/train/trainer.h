@@ -25,6 +25,10 @@
 // Run directory (created if missing): config.yaml (resolved), train.log, checkpoints/step-<N>/,
 // model/ (final, checkpoint layout), summary.json (docs/formats/summary.md).
 //
+// Online (data.stream, docs/online.md): the pass is one endless stream (train/internal/online.h);
+// each checkpoint holds the stream position with the model and is committed to the broker once it
+// has landed; the run ends at train.max_rows, --until or a signal.
+//
 // Resume (options.resume): restores the newest checkpoint under run_dir/checkpoints and
 // continues (reader skip_rows, the same shuffle order, dropout seeds DeriveSeed(seed, step)),
 // so with deterministic: true and the same thread count the final model equals an
@@ -40,6 +44,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -69,6 +74,10 @@ struct TrainerOptions {
   // passes SetComputePoolThreads (base/parallel.h); null leaves the pool as the caller set it
   // (every kernel of ours gets its thread count from the ComputeContext anyway).
   std::function<void(int threads)> size_compute_pool;
+  // --until: the run ends (completed, with a checkpoint and the final model) at the first step
+  // after this time; {} = no end time. An online run (data.stream) never ends by itself
+  // otherwise: only this, train.max_rows or a signal end it.
+  std::chrono::system_clock::time_point until{};
 };
 
 // How a run ended.
@@ -109,6 +118,8 @@ struct TrainSummary {
   std::string transport = "single";
   std::string data_split;
   std::vector<RankFigures> ranks;
+  // An online run (data.stream): the last figures (progressive validation, stream counters).
+  OnlineFigures online;
 };
 
 // Runs (or resumes) training as configured. Config/data/model errors come back as a Status;

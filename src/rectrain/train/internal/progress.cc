@@ -104,15 +104,23 @@ double Progress::Eta(const Position& at) const {
   return frac > 0 && session_steps_ > 0 ? session_seconds_ * (1 - frac) / frac : NAN;
 }
 
-std::string Progress::StepLine(const Position& at, const ComputeContext& compute) {
+std::string Progress::StepLine(const Position& at, const ComputeContext& compute, const OnlineFigures* online) {
   const double rate = session_seconds_ > 0 ? static_cast<double>(session_rows_) / session_seconds_ : 0;
   const double mean_loss = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : last_loss_;
   const double window_s = session_seconds_ - seconds_at_log_;
   const double window_rate = window_s > 0 ? static_cast<double>(session_rows_ - rows_at_log_) / window_s : rate;
+  std::string quality = (classes_ > 1 ? " | train acc " : " | train auc ") + Fixed(TrainAuc(compute), 4);
+  std::string tail = " | ETA " + FormatDuration(Eta(at));
+  if (online != nullptr) {  // no end to estimate: how far behind the stream the model is
+    const OnlineFigures& f = *online;
+    quality = " | online auc " + Fixed(f.auc, 4) + " logloss " + Fixed(f.logloss, 4);
+    tail = " | " + (std::isnan(f.event_lag_seconds) ? std::string("-") : Fixed(f.event_lag_seconds, 1) + "s") + " behind" +
+           (f.lag_messages >= 0 ? ", lag " + FormatCount(static_cast<double>(f.lag_messages)) : std::string()) +
+           (f.bad_messages > 0 ? ", " + std::to_string(f.bad_messages) + " bad" : std::string());
+  }
   std::string line = "step " + std::to_string(at.step) + " | epoch " + std::to_string(at.epoch) + " | " +
                      FormatCount(static_cast<double>(at.rows_read_total)) + " rows | loss " + Fixed(mean_loss, 4) +
-                     (classes_ > 1 ? " | train acc " : " | train auc ") + Fixed(TrainAuc(compute), 4) + " | lr " +
-                     Fixed(last_lr_, 6) + " | " + FormatCount(window_rate) + " samples/s | ETA " + FormatDuration(Eta(at));
+                     quality + " | lr " + Fixed(last_lr_, 6) + " | " + FormatCount(window_rate) + " samples/s" + tail;
   loss_sum_ = 0;
   loss_count_ = 0;
   rows_at_log_ = session_rows_;

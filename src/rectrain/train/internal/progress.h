@@ -75,8 +75,9 @@ class Progress {
   void OnDivergedStep(double loss, float lr);
 
   // "step N | epoch E | R rows | loss L | train auc A | lr X | S samples/s | ETA T"; the loss and
-  // samples/s since the previous line.
-  std::string StepLine(const Position& at, const ComputeContext& compute);
+  // samples/s since the previous line. An online run (`online`): "online auc A logloss L" for the
+  // train AUC and "| 3.2s behind, lag 120, 4 bad" for the ETA.
+  std::string StepLine(const Position& at, const ComputeContext& compute, const OnlineFigures* online = nullptr);
   // The progress bar's text: "[=====     ] 50% step N | S samples/s | loss L | auc A | ETA T".
   std::string BarText(const Position& at, const ComputeContext& compute) const;
   // True at most once a second (the bar is redrawn then).

@@ -55,6 +55,21 @@ nlohmann::json ValidJson(const EvalMetrics& m) {
   return v;
 }
 
+// An online run's last figures (docs/formats/summary.md "online").
+nlohmann::json OnlineJson(const OnlineFigures& f) {
+  return {{"auc", Num(f.auc)},
+          {"logloss", Num(f.logloss)},
+          {"window_rows", f.window_rows},
+          {"messages", f.messages},
+          {"bad_messages", f.bad_messages},
+          {"dead_lettered", f.dead_lettered},
+          {"newest_event_ms", f.newest_event_ms},
+          {"commits", f.commits},
+          {"commit_failures", f.commit_failures},
+          {"source_errors", f.source_errors},
+          {"reconnects", f.reconnects}};
+}
+
 }  // namespace
 
 std::string SummaryJson(const TrainSummary& s) {
@@ -112,6 +127,7 @@ std::string SummaryJson(const TrainSummary& s) {
     }
     j["dist"] = {{"world", s.world}, {"transport", s.transport}, {"data_split", s.data_split}, {"ranks", ranks}};
   }
+  if (s.online.enabled) j["online"] = OnlineJson(s.online);
   j["wall_seconds"] = s.wall_seconds;
   j["peak_rss_bytes"] = s.peak_rss_bytes;
   if (s.object_store.requests > 0) {

@@ -121,9 +121,10 @@ class FileTrainSource final : public TrainSource {
     return reader;
   }
   void EndPass() override { start_ = EpochStart(); }  // a replay ends with its epoch
-  void SavePosition(CheckpointMeta* meta) const override {
+  Status SavePosition(CheckpointMeta* meta) override {
     meta->plan_world = start_.replay ? start_.plan_world : 0;
     meta->plan_rows = start_.replay ? start_.plan_rows : std::vector<int64_t>();
+    return OkStatus();
   }
   bool in_memory() const override { return source_->cached(); }
 

@@ -6,18 +6,18 @@
 //   FindResumePoint  the newest checkpoint of a resumed run and its meta.json (with
 //                    train.checkpoint_dir in an object store, the trainer first fetches a newer
 //                    one from the store: internal/remote_checkpoints.h)
-//   OpenTrainData    data.train as a TrainSource, its first pass open, its fields
+//   OpenTrainData    data.train as a TrainSource, its first pass open, its fields (data.stream:
+//                    OpenOnlineData, internal/online.h)
 //   BuildRunModel    the model, its tables and store, the dense optimizer, the step runner
 //   RestoreRun       the checkpoint's parameters, optimizer state and rows into that model
 //   OpenValidation   data.valid for evaluations (null without it)
 //
 // TrainSource is the seam of the batch source: the training loop asks it for one reader per pass
-// and never looks at files. An online loop (a never-ending data::BatchReader over Kafka or Redis
-// Streams) implements it with a pass that never ends, OpenPass(0) giving the stream and
-// SavePosition() writing the stream's offsets into the checkpoint (checkpoint::CheckpointMeta is where
-// checkpoint metadata is extended; RestoreRun's meta gives them back); the loop's per-step
-// actions (trainer.cc AfterStep) are where its periodic publishing and progressive validation
-// hook in.
+// and never looks at files. An online run (internal/online.h: a never-ending data::BatchReader
+// over Kafka or Redis Streams) implements it with a pass that never ends, SavePosition() writing
+// the stream's offsets into the checkpoint and CheckpointLanded() committing them to the broker;
+// the loop's per-step actions (trainer.cc AfterStep) hold its clock decisions (--until,
+// train.checkpoint_every_s) and train.max_rows, and Step() its progressive validation.
 //
 // Thread safety: used by the training thread only.
 #pragma once
@@ -43,6 +43,7 @@
 namespace rectrain::train::internal {
 
 using LogFn = std::function<void(const std::string&)>;
+class OnlineStream;
 
 // data.batch_size is the global batch, or with dist.batch per_rank each rank's (DDP style);
 // dist.lr_scaling multiplies the learning rates by the ranks or their root.
@@ -87,8 +88,12 @@ class TrainSource {
   // The pass just read has ended: the next one starts at its beginning.
   virtual void EndPass() = 0;
   // What a checkpoint must hold to resume this source where it is, beyond the loop's counters
-  // (step, rows_in_epoch, rank_rows_in_epoch): files write the plan of a replayed epoch.
-  virtual void SavePosition(checkpoint::CheckpointMeta* meta) const = 0;
+  // (step, rows_in_epoch, rank_rows_in_epoch): files write the plan of a replayed epoch, a stream
+  // every rank's offsets. Every rank of a job calls it together (a stream gathers the ranks').
+  [[nodiscard]] virtual Status SavePosition(checkpoint::CheckpointMeta* meta) = 0;
+  // The checkpoint holding that position is complete on every rank: a stream may now commit it
+  // to the broker (never before, so the broker is never ahead of a checkpoint).
+  virtual void CheckpointLanded() {}
   // True once the split is held in memory (train.log's epoch line says so).
   virtual bool in_memory() const = 0;
 };
@@ -101,6 +106,8 @@ struct TrainData {
   std::vector<std::string> sparse_names, dense_names;  // data.train's fields: the model's inputs
   int64_t rows_per_epoch = 0;  // an estimate from the file sizes, for the ETA (0: unknown)
   int64_t local_rows_done = 0;  // rows of the epoch in progress this rank had trained (resume)
+  // data.stream: `source` itself, for the loop's online hooks (scoring, figures, the end reason).
+  OnlineStream* online = nullptr;
 };
 
 // data.train for this rank of `job` (deterministic: true pins data.memory_cache and data.cache

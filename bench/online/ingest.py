@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Online ingest benchmark: the criteo-shape DeepFM trained from the same rows read from a local
+file, from a Redis stream and from a Kafka topic, interleaved in one session (docs/online.md).
+
+  python3 bench/online/ingest.py --rows 400000 --repeats 3
+
+The rows are generated once (`rectrain data gen`), produced once into a private redis-server and
+into librdkafka's mock cluster (the stream_kafka_mock process; no Kafka broker is packaged in
+Debian 12), then each repeat trains once per source: `rectrain train bench/specs/criteo_deepfm.yaml`
+with data.train = the file, or data.stream = the broker with start: earliest, a group of its own
+and train.max_rows = the rows. Samples/s is summary.json's train.samples_per_sec (training-loop
+time, data waits included). The brokers run on the same machine and take CPU from the trainer,
+as they would on one host. Prints the medians and the stream/file ratios; --csv appends rows.
+
+Only the Python standard library; the binaries come from build/release.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, seconds, what):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+class Brokers:
+    """A private redis-server and a stream_kafka_mock process, torn down on exit."""
+
+    def __init__(self, build, work):
+        self.procs = []
+        redis_dir = os.path.join(work, "redis")
+        os.makedirs(redis_dir, exist_ok=True)
+        self.redis_port = free_port()
+        self.procs.append(subprocess.Popen(
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", redis_dir, "--logfile", os.path.join(redis_dir, "redis.log")]))
+        boot = os.path.join(work, "bootstraps")
+        self.procs.append(subprocess.Popen(
+            [os.path.join(build, "stream_kafka_mock"), "--out", boot, "--brokers", "1", "--topic", "events:1"],
+            stderr=open(os.path.join(work, "kafka_mock.log"), "w")))
+        wait_for(lambda: os.path.exists(boot), 10, "the kafka mock")
+        self.kafka = open(boot).read().strip()
+        wait_for(lambda: subprocess.run(["redis-cli", "-p", str(self.redis_port), "ping"], capture_output=True).returncode == 0
+                 if shutil.which("redis-cli") else True, 10, "redis-server")
+
+    def url(self, kind):
+        return f"redis://127.0.0.1:{self.redis_port}/events" if kind == "redis" else f"kafka://{self.kafka}/events"
+
+    def close(self):
+        for p in self.procs:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def train(binary, spec, run_dir, sets):
+    shutil.rmtree(run_dir, ignore_errors=True)
+    cmd = [binary, "train", spec, "--run-dir", run_dir, "--quiet", "--no-progress"]
+    for s in sets:
+        cmd += ["--set", s]
+    env = dict(os.environ, RECTRAIN_TRACKING_STORE=os.path.join(os.path.dirname(run_dir), "tracking.db"))
+    subprocess.run(cmd, check=True, env=env)
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=400000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--spec", default=os.path.join(ROOT, "bench", "specs", "criteo_deepfm.yaml"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--work", default="")
+    ap.add_argument("--csv", default="")
+    ap.add_argument("--set", action="append", default=[], help="extra --set for every run")
+    a = ap.parse_args()
+    binary = os.path.join(a.build, "rectrain")
+    work = a.work or tempfile.mkdtemp(prefix="rectrain_online_bench_")
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, f"criteo_{a.rows}.tsv")
+    if not os.path.exists(data):
+        subprocess.run([binary, "data", "gen", "--rows", str(a.rows), "--out", data, "--seed", "1"], check=True)
+    cpu = sorted(set(l for l in open("/proc/cpuinfo").read().split() if l.startswith("avx512")))
+    log(f"cpu flags: {' '.join(cpu) or 'no avx512'}; {os.cpu_count()} cpus")
+    brokers = Brokers(a.build, work)
+    results = {"file": [], "redis": [], "kafka": []}
+    try:
+        for kind in ("redis", "kafka"):
+            t = time.time()
+            subprocess.run([binary, "data", "produce", data, "--to", brokers.url(kind), "--quiet"], check=True)
+            log(f"produced {a.rows} rows into {kind} in {time.time() - t:.1f}s")
+        for r in range(a.repeats):
+            for kind in ("file", "redis", "kafka"):
+                run_dir = os.path.join(work, f"run_{kind}_{r}")
+                if kind == "file":
+                    sets = [f"data.train={data}"]
+                else:
+                    sets = [f"data.stream.url={brokers.url(kind)}", f"data.stream.group=bench-{kind}-{r}",
+                            "data.stream.start=earliest", f"train.max_rows={a.rows}"]
+                s = train(binary, a.spec, run_dir, sets + a.set)
+                sps = s["train"]["samples_per_sec"]
+                results[kind].append(sps)
+                log(f"repeat {r} {kind:5s}: {sps:,.0f} samples/s ({s['train']['rows_read']} rows, "
+                    f"data wait {s['train']['breakdown']['data_wait_s']:.2f}s)")
+    finally:
+        brokers.close()
+    med = {k: statistics.median(v) for k, v in results.items()}
+    log(f"median samples/s: file {med['file']:,.0f}  redis {med['redis']:,.0f} ({med['redis'] / med['file']:.2f}x)  "
+        f"kafka {med['kafka']:,.0f} ({med['kafka'] / med['file']:.2f}x)")
+    if a.csv:
+        new = not os.path.exists(a.csv)
+        with open(a.csv, "a", newline="") as f:
+            w = csv.writer(f)
+            if new:
+                w.writerow(["time", "rows", "source", "repeat", "samples_per_sec"])
+            for kind, vals in results.items():
+                for i, v in enumerate(vals):
+                    w.writerow([time.strftime("%Y-%m-%dT%H:%M:%S"), a.rows, kind, i, f"{v:.0f}"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
