@@ -112,7 +112,7 @@ TEST_F(CliTest, UnknownCommandAndFlags) {
   r = Run({"data", "frobnicate"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
-            "rectrain data: error: unknown subcommand \"frobnicate\"; available: gen, check, stats, cache, convert");
+            "rectrain data: error: unknown subcommand \"frobnicate\"; available: gen, check, stats, cache, convert, produce");
   r = Run({"train"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')),

@@ -168,23 +168,31 @@ TEST_P(OnlineTrainTest, KillNineAtRandomMomentsGivesTheUninterruptedModel) {
   const pid_t producer = Produce(data_, "2000");
   const std::string killed = dir_ + "/killed", cfg = Config("killed", "killed");
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
-  std::uniform_int_distribution<int> after_ms(200, 1200);
+  std::uniform_int_distribution<int> after_ms(0, 400);
   int kills = 0, rc = -1;
   for (int attempt = 0; attempt < 12 && rc != 0; ++attempt) {
     const bool has_checkpoint = fs::exists(killed + "/checkpoints") && !fs::is_empty(killed + "/checkpoints");
     if (!has_checkpoint) fs::remove_all(killed);  // killed before its first checkpoint: start again
     const std::vector<std::string> args =
         has_checkpoint ? std::vector<std::string>{"--resume", killed} : std::vector<std::string>{cfg, "--run-dir", killed};
-    const pid_t pid = Train(args, dir_ + "/killed_" + std::to_string(attempt) + ".log");
-    if (kills < 5) {
-      rc = WaitFor(pid, std::chrono::milliseconds(after_ms(rng)));
-      if (rc == -1) {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-        ++kills;
-      }
-    } else {
+    const std::string log = dir_ + "/killed_" + std::to_string(attempt) + ".log";
+    const pid_t pid = Train(args, log);
+    if (kills == 5) {
       rc = WaitFor(pid, std::chrono::seconds(120));
+      break;
+    }
+    // Kill at a random moment after this session wrote a checkpoint of its own (so every restart
+    // resumes from one), or earlier when the session ends first.
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while ((rc = WaitFor(pid, std::chrono::milliseconds(0))) == -1 && ReadAll(log).find("checkpoint ") == std::string::npos &&
+           Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (rc == -1) rc = WaitFor(pid, std::chrono::milliseconds(after_ms(rng)));
+    if (rc == -1) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      ++kills;
     }
   }
   ASSERT_EQ(rc, 0) << ReadAll(killed + "/train.log");

@@ -108,6 +108,13 @@ std::vector<Message> PollN(MessageSource& s, size_t n) {
   return out;
 }
 
+}  // namespace
+
+// Test names and failure messages say "redis" / "kafka", not the enum's bytes.
+void PrintTo(SourceKind kind, std::ostream* os) { *os << SourceKindName(kind); }
+
+namespace {
+
 class SourceTest : public ::testing::TestWithParam<SourceKind> {
  protected:
   void SetUp() override {

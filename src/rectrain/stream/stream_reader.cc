@@ -238,7 +238,9 @@ bool StreamReader::Impl::Consume(Message& m, Ready* r) {
     text = line;
   }
   bool kept = false;
-  if (Status s = parser->AddLine(text, Where(m), 0, &kept); !s.ok()) return BadMessage(m, std::string(s.message()), r);
+  // The source is named only when the row is bad (no string per message on the hot path): with an
+  // empty source the parser's message starts at ", column C: ...".
+  if (Status s = parser->AddLine(text, {}, 0, &kept); !s.ok()) return BadMessage(m, Where(m) + s.message(), r);
   window.Add(false);
   if (!kept) ++r->filtered;
   return true;
