@@ -320,6 +320,13 @@ TEST_P(OnlineTrainTest, SigtermAndUntilEndAnIdleOnlineRunWithACheckpoint) {
   EXPECT_EQ(s2["status"], "completed");
   EXPECT_EQ(s2["train"]["rows_read"], 2 * kRows);
   EXPECT_NE(ReadAll(run + "/train.log").find("reached --until"), std::string::npos);
+  // The online run's model exports as a serving model (its row layout comes from the config).
+  const std::string models = dir_ + "/models";
+  EXPECT_EQ(WaitFor(testing::Spawn({RECTRAIN_BINARY, "export", run, "--out", models + "/1"}, dir_ + "/export.log"),
+                    std::chrono::seconds(60)),
+            0)
+      << ReadAll(dir_ + "/export.log");
+  EXPECT_TRUE(fs::exists(models + "/1/manifest.json"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Brokers, OnlineTrainTest, ::testing::Values("redis", "kafka"),

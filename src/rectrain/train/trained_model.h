@@ -33,7 +33,7 @@ struct TrainedModel {
 
 // Loads RUN_DIR/model (the final model) with RUN_DIR/config.yaml. data.train must be readable:
 // its first file gives the columns and its rows the feature statistics (from the stats cache
-// when training left them there). Errors: NotFound (no trained model, naming the command to run),
+// when training left them there); an online run without data.train takes them from the config. Errors: NotFound (no trained model, naming the command to run),
 // the config's and the checkpoint's errors.
 Result<TrainedModel> LoadTrainedModel(const std::string& run_dir, int threads);
 

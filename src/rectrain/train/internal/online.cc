@@ -9,11 +9,8 @@
 #include "rectrain/train/metrics.h"
 
 namespace rectrain::train::internal {
-namespace {
 
-// How data.stream rows are laid out: data.train's files give the header and the statistics of
-// standardize / quantiles when there are files; otherwise the config's schema alone does.
-Result<data::RowLayout> StreamLayout(const config::TrainConfig& c) {
+Result<std::unique_ptr<data::RowParser>> StreamRowParser(const config::TrainConfig& c, data::RowLayout* layout) {
   if (!c.train_files.empty()) {
     data::DataConfig d = c.data;
     d.files = c.train_files;
@@ -21,29 +18,26 @@ Result<data::RowLayout> StreamLayout(const config::TrainConfig& c) {
     data::ReadOptions ro = c.read;
     ro.shuffle = false;
     RECTRAIN_ASSIGN_OR_RETURN(auto reader, data::OpenBatchReader(d, ro));
-    return reader->row_layout();
+    RECTRAIN_ASSIGN_OR_RETURN(*layout, reader->row_layout());
+  } else {
+    *layout = data::RowLayout{};
+    layout->format = c.data.schema.format == "auto" ? "criteo" : c.data.schema.format;
   }
-  data::RowLayout layout;
-  layout.format = c.data.schema.format == "auto" ? "criteo" : c.data.schema.format;
-  return layout;
+  auto parser = data::RowParser::Create(c.data, *layout, {.training = true});
+  if (!parser.ok() && c.train_files.empty() && parser.status().message().find("statistic") != std::string::npos) {
+    return InvalidArgumentError(std::string(parser.status().message()) +
+                                " (with data.stream, standardize / quantiles take their statistics from data.train's files: "
+                                "set data.train)");
+  }
+  return parser;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<OnlineStream>> OnlineStream::Open(const config::TrainConfig& c,
                                                          const checkpoint::CheckpointMeta& meta, const Job& job,
                                                          OnlineOptions o) {
   const stream::StreamConfig& sc = *c.stream;
-  RECTRAIN_ASSIGN_OR_RETURN(data::RowLayout layout, StreamLayout(c));
-  auto parser = data::RowParser::Create(c.data, layout, {.training = true});
-  if (!parser.ok()) {
-    if (c.train_files.empty() && parser.status().message().find("statistic") != std::string::npos) {
-      return InvalidArgumentError(std::string(parser.status().message()) +
-                                  " (with data.stream, standardize / quantiles take their statistics from data.train's files: "
-                                  "set data.train)");
-    }
-    return parser.status();
-  }
+  data::RowLayout layout;
+  RECTRAIN_ASSIGN_OR_RETURN(auto parser, StreamRowParser(c, &layout));
   stream::StreamPosition start;
   if (!meta.stream_position.empty()) {
     RECTRAIN_ASSIGN_OR_RETURN(start, stream::StreamPosition::FromJson(meta.stream_position));
@@ -62,8 +56,7 @@ Result<std::unique_ptr<OnlineStream>> OnlineStream::Open(const config::TrainConf
   // A rank of a job takes part in every step; with nothing to train on it brings no rows.
   if (job.lockstep() && !c.deterministic) ro.idle_batch_ms = std::max<int64_t>(1, sc.max_batch_wait_ms);
   ro.log = o.log;
-  auto stream_reader =
-      stream::StreamReader::Open(std::move(source), sc, std::move(parser).value(), start, std::move(ro));
+  auto stream_reader = stream::StreamReader::Open(std::move(source), sc, std::move(parser), start, std::move(ro));
   if (!stream_reader.ok()) return stream_reader.status();
   auto online = std::unique_ptr<OnlineStream>(new OnlineStream(job, c.train.online_window));
   online->owned_ = std::move(stream_reader).value();

@@ -25,12 +25,18 @@
 #include "rectrain/base/result.h"
 #include "rectrain/checkpoint/checkpoint.h"
 #include "rectrain/config/train_config.h"
+#include "rectrain/data/row_parser.h"
 #include "rectrain/stream/stream_reader.h"
 #include "rectrain/train/internal/job.h"
 #include "rectrain/train/internal/run_setup.h"
 #include "rectrain/train/observer.h"
 
 namespace rectrain::train::internal {
+
+// A training-mode parser of an online run's rows and (*layout) their layout: data.train's files
+// give the header and the statistics of standardize / quantiles when there are files; otherwise
+// the config's schema alone (such steps then fail with InvalidArgument saying to set data.train).
+Result<std::unique_ptr<data::RowParser>> StreamRowParser(const config::TrainConfig& c, data::RowLayout* layout);
 
 struct OnlineOptions {
   int64_t rank_batch = 0;        // this rank's rows per step
