@@ -242,7 +242,12 @@ TEST_P(OnlineTrainTest, ABrokerGoneMidStreamLosesNothingAndRepeatsNothing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   broker_->Down();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The outage lasts until the trainer has noticed it (a fixed 1.5 s was not always enough for
+  // its reader to poll on the loaded 2-core VM, and the run then never saw the broker gone).
+  const auto noticed = Clock::now() + std::chrono::seconds(60);
+  while (ReadAll(run + "/train.log").find("is unavailable") == std::string::npos && Clock::now() < noticed) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   broker_->Up();
   ASSERT_EQ(WaitFor(Produce(dir_ + "/second.tsv", "0"), std::chrono::seconds(30)), 0) << ReadAll(dir_ + "/produce.log");
   ASSERT_EQ(WaitFor(pid, std::chrono::seconds(120)), 0) << ReadAll(dir_ + "/outage.log");
