@@ -109,7 +109,8 @@ std::string SummaryJson(const TrainSummary& s) {
                       {"admissions", t.admissions},
                       {"evictions", t.evictions},
                       {"lookups", t.lookups},
-                      {"oov_lookups", t.oov_lookups}});
+                      {"oov_lookups", t.oov_lookups},
+                      {"expirations", t.expirations}});
   }
   j["tables"] = tables;
   if (job) {
