@@ -44,7 +44,15 @@ Result<RedisReply> RedisClient::Checked(redisReply* r) {
   if (r == nullptr) return Failure("no reply");
   RedisReply reply(r);
   if (reply->type == REDIS_REPLY_ERROR) {
-    return FailedPreconditionError("redis: " + std::string(reply->str, reply->len));
+    const std::string_view text(reply->str, reply->len);
+    // What a server answers while it cannot serve yet (loading its data after a restart, a busy
+    // script, a failover) passes: Unavailable, retried as a lost connection is (not BUSYGROUP).
+    for (std::string_view transient : {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"}) {
+      if (text.substr(0, transient.size()) == transient && (text.size() == transient.size() || text[transient.size()] == ' ')) {
+        return UnavailableError("redis at " + address_ + ": " + std::string(text));
+      }
+    }
+    return FailedPreconditionError("redis: " + std::string(text));
   }
   return reply;
 }

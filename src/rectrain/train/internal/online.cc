@@ -63,6 +63,10 @@ Result<std::unique_ptr<OnlineStream>> OnlineStream::Open(const config::TrainConf
   online->reader_ = online->owned_.get();
   online->log_ = o.log;
   online->mine_ = online->reader_->position();
+  // The checkpoint resumed from has landed, but the session that wrote it may have died before
+  // committing it (or its commit failed): commit it now, so the broker catches up even when this
+  // session writes no checkpoint of its own (resumed at the last one, train.max_rows reached).
+  if (!meta.stream_position.empty()) online->CheckpointLanded();
   return online;
 }
 
