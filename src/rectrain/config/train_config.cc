@@ -20,6 +20,13 @@ constexpr double kMaxWidth = 65536;
 // A dense value (fill, clip): a float32 well inside its range, so transforms stay finite.
 const Range kDenseValue = Range::Closed(-1e30, 1e30);
 
+// A mode key: its name bound with the enum's names as the choices, then the value. (An invalid
+// name is recorded as an error by the binder; the default stands in so binding goes on.)
+template <typename E>
+E BindEnum(ConfigBinder& b, const std::string& key, E fallback, const NamedEnum<E>& names) {
+  return names.Find(b.String(key, names.Name(fallback), names.Names())).value_or(fallback);
+}
+
 // "\t", "tab", "\\t" -> '\t'; otherwise a single character.
 std::optional<char> ParseDelimiter(const std::string& s) {
   if (s == "\t" || s == "\\t" || s == "tab") return '\t';
@@ -184,7 +191,7 @@ void BindEmbedding(ConfigBinder& b, TrainConfig& c) {
   e.dim = c.model.embedding_dim;
   e.seed = DeriveSeed(c.seed, 0x656d62ULL);  // "emb"
   optim::SparseOptimizerConfig& so = e.optimizer;
-  so.type = b.String("embedding.optimizer.type", "adagrad", {"sgd", "adagrad", "adam", "ftrl"});
+  so.type = BindEnum(b, "embedding.optimizer.type", optim::SparseOptimizerType::kAdagrad, optim::kSparseOptimizerTypes);
   c.embedding_lr = b.Float("embedding.optimizer.lr", 0.05f, Range::Positive());
   so.beta1 = b.Float("embedding.optimizer.beta1", 0.9f, Range::HalfOpen(0, 1));
   so.beta2 = b.Float("embedding.optimizer.beta2", 0.999f, Range::HalfOpen(0, 1));
@@ -195,17 +202,17 @@ void BindEmbedding(ConfigBinder& b, TrainConfig& c) {
   so.ftrl_beta = b.Float("embedding.optimizer.ftrl_beta", 1.0f, Range::AtLeast(0));
   so.ftrl_l1 = b.Float("embedding.optimizer.ftrl_l1", 0.0f, Range::AtLeast(0));
   so.ftrl_l2 = b.Float("embedding.optimizer.ftrl_l2", 0.0f, Range::AtLeast(0));
-  if (so.epsilon == 0.0f && (so.type == "adam" || (so.type == "adagrad" && so.initial_accumulator == 0.0f))) {
-    b.AddError("embedding.optimizer.epsilon", "0 divides by zero for " + so.type +
-                                                  (so.type == "adam" ? "" : " unless embedding.optimizer.initial_accumulator > 0"));
+  using Sparse = optim::SparseOptimizerType;
+  if (so.epsilon == 0.0f && (so.type == Sparse::kAdam || (so.type == Sparse::kAdagrad && so.initial_accumulator == 0.0f))) {
+    b.AddError("embedding.optimizer.epsilon", "0 divides by zero for " + std::string(optim::kSparseOptimizerTypes.Name(so.type)) +
+                                                  (so.type == Sparse::kAdam ? "" : " unless embedding.optimizer.initial_accumulator > 0"));
   }
-  e.initializer.type = b.String("embedding.initializer.type", "normal",
-                                {"normal", "uniform", "zeros", "truncated_normal"});
+  e.initializer.type = BindEnum(b, "embedding.initializer.type", embedding::InitializerType::kNormal, embedding::kInitializerTypes);
   e.initializer.stddev = b.Float("embedding.initializer.stddev", 0.01f, Range::AtLeast(0));
   e.initializer.scale = b.Float("embedding.initializer.scale", 0.01f, Range::AtLeast(0));
   e.min_count = b.Int("embedding.min_count", 1, Range::Closed(1, 4294967295.0));  // a 32-bit sighting count
   e.memory_budget_bytes = b.Bytes("embedding.memory_budget", 0, Range::Closed(0, kMaxBytes));
-  e.on_budget = b.String("embedding.on_budget", "evict", {"evict", "error"});
+  e.on_budget = BindEnum(b, "embedding.on_budget", embedding::OnBudget::kEvict, embedding::kOnBudgets);
   // Counted in steps (the tables' clock), below the clock's saturation at 2^32-2.
   e.ttl_steps = b.Int("embedding.ttl_steps", 0, Range::Closed(0, 4294967293.0));
   e.num_shards = static_cast<int>(b.Int("embedding.shards", 64, Range::Closed(1, 65536)));
@@ -217,7 +224,7 @@ void BindEmbedding(ConfigBinder& b, TrainConfig& c) {
 // optimizer.*: the dense optimizer and the learning-rate schedule
 void BindOptimizer(ConfigBinder& b, TrainConfig& c) {
   optim::DenseOptimizerConfig& o = c.optimizer;
-  o.type = b.String("optimizer.type", "adam", {"sgd", "adagrad", "adam", "adamw"});
+  o.type = BindEnum(b, "optimizer.type", optim::DenseOptimizerType::kAdam, optim::kDenseOptimizerTypes);
   c.lr_schedule.lr = b.Float("optimizer.lr", 1e-3f, Range::Positive());
   o.beta1 = b.Float("optimizer.beta1", 0.9f, Range::HalfOpen(0, 1));
   o.beta2 = b.Float("optimizer.beta2", 0.999f, Range::HalfOpen(0, 1));
@@ -225,9 +232,10 @@ void BindOptimizer(ConfigBinder& b, TrainConfig& c) {
   o.weight_decay = b.Float("optimizer.weight_decay", 0.0f, Range::AtLeast(0));
   o.momentum = b.Float("optimizer.momentum", 0.0f, Range::HalfOpen(0, 1));
   o.initial_accumulator = b.Float("optimizer.initial_accumulator", 0.0f, Range::AtLeast(0));
-  if (o.epsilon == 0.0f && (o.type == "adam" || o.type == "adamw" || (o.type == "adagrad" && o.initial_accumulator == 0.0f))) {
-    b.AddError("optimizer.epsilon", "0 divides by zero for " + o.type +
-                                        (o.type == "adagrad" ? " unless optimizer.initial_accumulator > 0" : ""));
+  using Dense = optim::DenseOptimizerType;
+  if (o.epsilon == 0.0f && (o.type == Dense::kAdam || o.type == Dense::kAdamW || (o.type == Dense::kAdagrad && o.initial_accumulator == 0.0f))) {
+    b.AddError("optimizer.epsilon", "0 divides by zero for " + std::string(optim::kDenseOptimizerTypes.Name(o.type)) +
+                                        (o.type == Dense::kAdagrad ? " unless optimizer.initial_accumulator > 0" : ""));
   }
   c.lr_schedule.warmup_steps = b.Int("optimizer.warmup_steps", 0, Range::Closed(0, kMaxInt));
   c.lr_schedule.decay =

@@ -25,9 +25,9 @@ TEST(TrainConfig, DefaultsWithOnlyTrainFiles) {
   EXPECT_EQ(t.model.type, "deepfm");
   EXPECT_EQ(t.model.hidden, (std::vector<int>{400, 400, 400}));
   EXPECT_EQ(t.model.precision, nn::GemmPrecision::kFp32);
-  EXPECT_EQ(t.embedding.optimizer.type, "adagrad");
+  EXPECT_EQ(t.embedding.optimizer.type, optim::SparseOptimizerType::kAdagrad);
   EXPECT_FLOAT_EQ(t.embedding_lr, 0.05f);
-  EXPECT_EQ(t.optimizer.type, "adam");
+  EXPECT_EQ(t.optimizer.type, optim::DenseOptimizerType::kAdam);
   EXPECT_FLOAT_EQ(t.lr_schedule.lr, 1e-3f);
   EXPECT_EQ(t.data.schema.delimiter, '\t');
   EXPECT_EQ(t.train.epochs, 1);

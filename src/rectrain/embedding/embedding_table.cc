@@ -138,7 +138,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     stride_bytes_ = stride_ * 4;
     shard_bits_ = std::countr_zero(static_cast<unsigned>(config.num_shards));
     budgeted_ = config.memory_budget_bytes > 0;
-    evict_ = config.on_budget == "evict";
+    evict_ = config.on_budget == OnBudget::kEvict;
     oov_bytes_ = static_cast<int64_t>(dim_ + width_) * 4;
     if (budgeted_) shard_budget_ = (config.memory_budget_bytes - oov_bytes_) / config.num_shards;
     ttl_ = static_cast<uint32_t>(config.ttl_steps);
@@ -912,10 +912,6 @@ Result<std::unique_ptr<EmbeddingTable>> MakeEmbeddingTable(const EmbeddingTableC
   if (config.memory_budget_bytes < 0) {
     return InvalidArgumentError(where + "embedding.memory_budget must be >= 0 (0 = unlimited), got " +
                                 Str(config.memory_budget_bytes));
-  }
-  if (config.on_budget != "evict" && config.on_budget != "error") {
-    return InvalidArgumentError(where + "embedding.on_budget is '" + config.on_budget +
-                                "'; valid values: evict, error");
   }
   if (config.ttl_steps < 0 || config.ttl_steps >= kMaxTick) {
     return InvalidArgumentError(where + "embedding.ttl_steps must be in [0, " + Str(kMaxTick - 1) +

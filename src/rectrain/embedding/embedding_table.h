@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "rectrain/base/named_enum.h"
 #include "rectrain/base/parallel.h"
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
@@ -41,8 +42,21 @@
 
 namespace rectrain::embedding {
 
+enum class InitializerType : uint8_t { kNormal, kUniform, kZeros, kTruncatedNormal };
+inline constexpr NamedEnum<InitializerType>::Entry kInitializerTypeEntries[] = {
+    {InitializerType::kNormal, "normal"},
+    {InitializerType::kUniform, "uniform"},
+    {InitializerType::kZeros, "zeros"},
+    {InitializerType::kTruncatedNormal, "truncated_normal"}};
+inline constexpr NamedEnum<InitializerType> kInitializerTypes(kInitializerTypeEntries);  // embedding.initializer.type
+
+// What a table does when a new row would pass embedding.memory_budget.
+enum class OnBudget : uint8_t { kEvict, kError };  // evict the least recently used rows | fail
+inline constexpr NamedEnum<OnBudget>::Entry kOnBudgetEntries[] = {{OnBudget::kEvict, "evict"}, {OnBudget::kError, "error"}};
+inline constexpr NamedEnum<OnBudget> kOnBudgets(kOnBudgetEntries);  // embedding.on_budget
+
 struct InitializerConfig {
-  std::string type = "normal";  // normal | uniform | zeros | truncated_normal
+  InitializerType type = InitializerType::kNormal;
   float stddev = 0.01f;         // normal, truncated_normal
   float scale = 0.01f;          // uniform: U(-scale, scale)
 };
@@ -54,7 +68,7 @@ struct EmbeddingTableConfig {
   InitializerConfig initializer;
   int64_t min_count = 1;              // admission: sightings before an id gets its own row
   int64_t memory_budget_bytes = 0;    // 0 = unlimited
-  std::string on_budget = "evict";    // evict (LRU) | error
+  OnBudget on_budget = OnBudget::kEvict;
   int num_shards = 64;                // power of two
   uint64_t seed = 42;                 // row i's init depends only on (seed, id): reproducible
   int64_t expected_rows = 0;          // capacity hint (avoids rehash cost)

@@ -30,7 +30,7 @@ constexpr int64_t kBatch = 1 << 16;
 std::unique_ptr<EmbeddingTable> MakeTable(int dim, const char* optimizer, int64_t expected) {
   EmbeddingTableConfig c;
   c.dim = dim;
-  c.optimizer.type = optimizer;
+  c.optimizer.type = *optim::kSparseOptimizerTypes.Find(optimizer);
   c.expected_rows = expected;
   auto t = MakeEmbeddingTable(c);
   if (!t.ok()) std::abort();
@@ -190,7 +190,7 @@ void BM_ExpiryStream(benchmark::State& state) {
   constexpr int kIds = 4096;
   EmbeddingTableConfig c;
   c.dim = 16;
-  c.optimizer.type = "adagrad";
+  c.optimizer.type = optim::SparseOptimizerType::kAdagrad;
   c.ttl_steps = state.range(0);
   std::vector<uint64_t> ids;
   std::vector<float> out(kIds * 16), grads(kIds * 16, 0.001f);

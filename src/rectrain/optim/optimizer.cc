@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t kChunkElements = 16384;
 constexpr int64_t kMinParallelElements = 65536;
 
-enum class Kind { kSgd, kAdagrad, kAdam, kAdamW };
+using Kind = DenseOptimizerType;
 
 template <typename T>
 std::string Str(T v) {
@@ -28,7 +28,7 @@ Status ValidateDense(const DenseOptimizerConfig& c) {
   auto bad = [](const std::string& field, const std::string& what) {
     return InvalidArgumentError("optimizer." + field + " " + what);
   };
-  const bool adam = c.type == "adam" || c.type == "adamw";
+  const bool adam = c.type == Kind::kAdam || c.type == Kind::kAdamW;
   if (adam && !(c.beta1 >= 0.0f && c.beta1 < 1.0f)) {
     return bad("beta1", "must be in [0, 1), got " + Str(c.beta1));
   }
@@ -38,8 +38,8 @@ Status ValidateDense(const DenseOptimizerConfig& c) {
   if (!(c.epsilon >= 0.0f && std::isfinite(c.epsilon))) {
     return bad("epsilon", "must be >= 0, got " + Str(c.epsilon));
   }
-  if (adam && c.epsilon == 0.0f) return bad("epsilon", "must be > 0 for " + c.type + ", got 0");
-  if (c.type == "adagrad" && c.epsilon == 0.0f && !(c.initial_accumulator > 0.0f)) {
+  if (adam && c.epsilon == 0.0f) return bad("epsilon", "must be > 0 for " + std::string(kDenseOptimizerTypes.Name(c.type)) + ", got 0");
+  if (c.type == Kind::kAdagrad && c.epsilon == 0.0f && !(c.initial_accumulator > 0.0f)) {
     return bad("epsilon", "must be > 0 for adagrad when optimizer.initial_accumulator is 0");
   }
   if (!(c.weight_decay >= 0.0f && std::isfinite(c.weight_decay))) {
@@ -187,21 +187,8 @@ class DenseOptimizer final : public Optimizer {
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(const DenseOptimizerConfig& config) {
-  Kind kind;
-  if (config.type == "sgd") {
-    kind = Kind::kSgd;
-  } else if (config.type == "adagrad") {
-    kind = Kind::kAdagrad;
-  } else if (config.type == "adam") {
-    kind = Kind::kAdam;
-  } else if (config.type == "adamw") {
-    kind = Kind::kAdamW;
-  } else {
-    return InvalidArgumentError("optimizer.type: unknown optimizer type '" + config.type +
-                                "'; valid types: sgd, adagrad, adam, adamw");
-  }
   RECTRAIN_RETURN_IF_ERROR(ValidateDense(config));
-  return std::unique_ptr<Optimizer>(std::make_unique<DenseOptimizer>(kind, config));
+  return std::unique_ptr<Optimizer>(std::make_unique<DenseOptimizer>(config.type, config));
 }
 
 }  // namespace rectrain::optim

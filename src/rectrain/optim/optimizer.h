@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "rectrain/base/named_enum.h"
 #include "rectrain/base/parallel.h"
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
@@ -30,8 +31,16 @@ struct ParamRef {
   bool decay = true;        // weight decay applies (false for biases and norms)
 };
 
+enum class DenseOptimizerType : uint8_t { kSgd, kAdagrad, kAdam, kAdamW };
+inline constexpr NamedEnum<DenseOptimizerType>::Entry kDenseOptimizerTypeEntries[] = {
+    {DenseOptimizerType::kSgd, "sgd"},
+    {DenseOptimizerType::kAdagrad, "adagrad"},
+    {DenseOptimizerType::kAdam, "adam"},
+    {DenseOptimizerType::kAdamW, "adamw"}};
+inline constexpr NamedEnum<DenseOptimizerType> kDenseOptimizerTypes(kDenseOptimizerTypeEntries);  // optimizer.type
+
 struct DenseOptimizerConfig {
-  std::string type = "adam";  // sgd | adagrad | adam | adamw
+  DenseOptimizerType type = DenseOptimizerType::kAdam;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float epsilon = 1e-8f;
@@ -52,7 +61,7 @@ class Optimizer {
   virtual std::vector<std::span<float>> State() = 0;
 };
 
-// Creates an optimizer; InvalidArgument names the unknown type and the valid ones.
+// Creates an optimizer; InvalidArgument names a setting its type cannot use (ValidateOptimizerConfig).
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(const DenseOptimizerConfig& config);
 
 }  // namespace rectrain::optim

@@ -24,7 +24,7 @@ Status Bad(const std::string& field, const std::string& what) {
 Status ValidateSparse(const SparseOptimizerConfig& c) {
   auto nonneg = [](float v) { return v >= 0.0f && std::isfinite(v); };
   if (!nonneg(c.l2)) return Bad("l2", "must be >= 0, got " + Str(c.l2));
-  if (c.type == "adagrad") {
+  if (c.type == SparseOptimizerType::kAdagrad) {
     if (!nonneg(c.epsilon)) return Bad("epsilon", "must be >= 0, got " + Str(c.epsilon));
     if (!nonneg(c.initial_accumulator)) {
       return Bad("initial_accumulator", "must be >= 0, got " + Str(c.initial_accumulator));
@@ -33,7 +33,7 @@ Status ValidateSparse(const SparseOptimizerConfig& c) {
       return Bad("epsilon",
                  "must be > 0 for adagrad when sparse_optimizer.initial_accumulator is 0");
     }
-  } else if (c.type == "adam") {
+  } else if (c.type == SparseOptimizerType::kAdam) {
     if (!(c.beta1 >= 0.0f && c.beta1 < 1.0f)) {
       return Bad("beta1", "must be in [0, 1), got " + Str(c.beta1));
     }
@@ -43,7 +43,7 @@ Status ValidateSparse(const SparseOptimizerConfig& c) {
     if (!(c.epsilon > 0.0f && std::isfinite(c.epsilon))) {
       return Bad("epsilon", "must be > 0 for adam, got " + Str(c.epsilon));
     }
-  } else if (c.type == "ftrl") {
+  } else if (c.type == SparseOptimizerType::kFtrl) {
     if (!(c.ftrl_alpha > 0.0f && std::isfinite(c.ftrl_alpha))) {
       return Bad("ftrl_alpha", "must be > 0, got " + Str(c.ftrl_alpha));
     }
@@ -145,18 +145,14 @@ class SparseFtrl final : public SparseOptimizer {
 }  // namespace
 
 Result<std::unique_ptr<SparseOptimizer>> MakeSparseOptimizer(const SparseOptimizerConfig& config) {
-  const std::string& t = config.type;
-  if (t != "sgd" && t != "adagrad" && t != "adam" && t != "ftrl") {
-    return InvalidArgumentError("sparse_optimizer.type: unknown sparse optimizer type '" + t +
-                                "'; valid types: sgd, adagrad, adam, ftrl");
-  }
   RECTRAIN_RETURN_IF_ERROR(ValidateSparse(config));
-  std::unique_ptr<SparseOptimizer> out;
-  if (t == "sgd") out = std::make_unique<SparseSgd>(config);
-  if (t == "adagrad") out = std::make_unique<SparseAdagrad>(config);
-  if (t == "adam") out = std::make_unique<SparseAdam>(config);
-  if (t == "ftrl") out = std::make_unique<SparseFtrl>(config);
-  return out;
+  switch (config.type) {
+    case SparseOptimizerType::kSgd: return std::unique_ptr<SparseOptimizer>(std::make_unique<SparseSgd>(config));
+    case SparseOptimizerType::kAdagrad: return std::unique_ptr<SparseOptimizer>(std::make_unique<SparseAdagrad>(config));
+    case SparseOptimizerType::kAdam: return std::unique_ptr<SparseOptimizer>(std::make_unique<SparseAdam>(config));
+    case SparseOptimizerType::kFtrl: return std::unique_ptr<SparseOptimizer>(std::make_unique<SparseFtrl>(config));
+  }
+  return InvalidArgumentError("embedding.optimizer.type: not a sparse optimizer type");  // an out-of-range enum
 }
 
 }  // namespace rectrain::optim

@@ -10,13 +10,23 @@
 #include <span>
 #include <string>
 
+#include "rectrain/base/named_enum.h"
 #include "rectrain/base/result.h"
 #include "rectrain/optim/optimizer.h"
 
 namespace rectrain::optim {
 
+enum class SparseOptimizerType : uint8_t { kSgd, kAdagrad, kAdam, kFtrl };
+inline constexpr NamedEnum<SparseOptimizerType>::Entry kSparseOptimizerTypeEntries[] = {
+    {SparseOptimizerType::kSgd, "sgd"},
+    {SparseOptimizerType::kAdagrad, "adagrad"},
+    {SparseOptimizerType::kAdam, "adam"},
+    {SparseOptimizerType::kFtrl, "ftrl"}};
+// embedding.optimizer.type
+inline constexpr NamedEnum<SparseOptimizerType> kSparseOptimizerTypes(kSparseOptimizerTypeEntries);
+
 struct SparseOptimizerConfig {
-  std::string type = "adagrad";  // sgd | adagrad | adam | ftrl
+  SparseOptimizerType type = SparseOptimizerType::kAdagrad;
   float beta1 = 0.9f;            // adam
   float beta2 = 0.999f;          // adam
   float epsilon = 1e-8f;         // adam, adagrad

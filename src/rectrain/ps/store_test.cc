@@ -171,7 +171,7 @@ std::vector<std::unique_ptr<embedding::EmbeddingTable>> MakeTables(int64_t min_c
     embedding::EmbeddingTableConfig c;
     c.name = "t" + std::to_string(t);
     c.dim = t == 0 ? 4 : 3;
-    c.optimizer.type = "adagrad";
+    c.optimizer.type = optim::SparseOptimizerType::kAdagrad;
     c.min_count = min_count;
     c.ttl_steps = ttl_steps;
     c.num_shards = 8;

@@ -76,19 +76,7 @@ void UniformFill(uint64_t key, int64_t n, float scale, float* __restrict out) {
 }  // namespace
 
 Result<RowInitializer> RowInitializer::Make(const InitializerConfig& c, uint64_t seed) {
-  Kind kind;
-  if (c.type == "normal") {
-    kind = Kind::kNormal;
-  } else if (c.type == "uniform") {
-    kind = Kind::kUniform;
-  } else if (c.type == "zeros") {
-    kind = Kind::kZeros;
-  } else if (c.type == "truncated_normal") {
-    kind = Kind::kTruncatedNormal;
-  } else {
-    return InvalidArgumentError("embedding.initializer.type: unknown initializer '" + c.type +
-                                "'; valid types: normal, uniform, zeros, truncated_normal");
-  }
+  const Kind kind = c.type;
   std::ostringstream os;
   if ((kind == Kind::kNormal || kind == Kind::kTruncatedNormal) &&
       !(c.stddev >= 0.0f && std::isfinite(c.stddev))) {

@@ -21,7 +21,7 @@ class RowInitializer {
   void Fill(uint64_t id, std::span<float> w) const;
 
  private:
-  enum class Kind { kNormal, kUniform, kZeros, kTruncatedNormal };
+  using Kind = InitializerType;
   RowInitializer(Kind kind, float stddev, float scale, uint64_t seed)
       : kind_(kind), stddev_(stddev), scale_(scale), seed_(seed) {}
 

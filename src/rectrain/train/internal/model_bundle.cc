@@ -92,7 +92,7 @@ std::vector<TableSummary> LocalTableSummaries(const ModelBundle& b) {
   for (const auto* t : b.tables) {
     const embedding::TableStats s = t->Stats();
     out.push_back({t->config().name, t->dim(), s.rows, s.bytes, s.admissions, s.evictions, s.lookups, s.oov_lookups,
-                   s.expirations, t->config().memory_budget_bytes * b.owners.count, t->config().on_budget});
+                   s.expirations, t->config().memory_budget_bytes * b.owners.count, embedding::kOnBudgets.Name(t->config().on_budget)});
   }
   return out;
 }
