@@ -76,8 +76,8 @@ std::vector<http::Route> ServeRoutes() {
 
 http::internal::Dispatcher* Server(int config) {
   static std::unique_ptr<http::internal::Dispatcher> servers[4];
-  http::MetricsRegistry* registry = [] {
-    static http::MetricsRegistry r;
+  prometheus::MetricsRegistry* registry = [] {
+    static prometheus::MetricsRegistry r;
     return &r;
   }();
   std::unique_ptr<http::internal::Dispatcher>& d = servers[config & 3];

@@ -8,8 +8,8 @@
 #include "rectrain/cli/flags.h"
 #include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
-#include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/serve/service.h"
 
 namespace rectrain::cli {
@@ -60,8 +60,8 @@ int RunServe(const std::vector<std::string>& args) {
   so.verify_checksums = !no_verify;
   so.precision = precision;
   EnableGracefulStop("");  // a signal while the model loads stops the server once it is up
-  http::MetricsRegistry registry;
-  if (Status s = http::RegisterProcessMetrics(registry); !s.ok()) return ReportError(kCmd, s);
+  prometheus::MetricsRegistry registry;
+  if (Status s = prometheus::RegisterProcessMetrics(registry); !s.ok()) return ReportError(kCmd, s);
   auto service = serve::ModelService::Start(so, &registry);
   if (!service.ok()) return ReportError(kCmd, service.status());
   http::ServerOptions ho;

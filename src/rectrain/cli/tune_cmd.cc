@@ -18,8 +18,8 @@
 #include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
 #include "rectrain/config/train_config.h"
-#include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
 #include "rectrain/track/workspace.h"
 #include "rectrain/tune/study.h"
@@ -112,8 +112,8 @@ Result<std::unique_ptr<track::TrackingStore>> OpenStudyStore(const tune::TrialCo
 }
 
 // The tuner's /metrics on `port` (0: ephemeral), with the process metrics in `registry`.
-Result<std::unique_ptr<http::Server>> ServeMetrics(int port, http::MetricsRegistry* registry) {
-  (void)http::RegisterProcessMetrics(*registry);
+Result<std::unique_ptr<http::Server>> ServeMetrics(int port, prometheus::MetricsRegistry* registry) {
+  (void)prometheus::RegisterProcessMetrics(*registry);
   http::ServerOptions so;
   so.port = port;
   so.num_threads = 1;
@@ -199,7 +199,7 @@ int RunTune(const std::vector<std::string>& args) {
   auto store = OpenStudyStore(*base);
   if (!store.ok()) return ReportError(kCmd, store.status());
   o.store = store->get();
-  http::MetricsRegistry registry;
+  prometheus::MetricsRegistry registry;
   std::unique_ptr<http::Server> server;
   if (!no_metrics) {
     auto started = ServeMetrics(static_cast<int>(metrics_port), &registry);

@@ -128,7 +128,8 @@ std::string ResponseHead(const RouteReply& reply, size_t body_bytes, bool keep_a
 
 Dispatcher::~Dispatcher() = default;
 
-Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const ServerOptions& options, MetricsRegistry* registry) {
+Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const ServerOptions& options,
+                                                       prometheus::MetricsRegistry* registry) {
   std::unique_ptr<Dispatcher> d(new Dispatcher());
   d->options_ = options;
   d->registry_ = registry;
@@ -144,7 +145,7 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::Create(const ServerOptions& opti
     RECTRAIN_ASSIGN_OR_RETURN(d->requests_ok_, registry->GetCounter("rectrain_http_requests_total",
                                                                     "HTTP requests served.", {{"outcome", "ok"}}));
   }
-  MetricsRegistry* reg = registry;
+  prometheus::MetricsRegistry* reg = registry;
   std::vector<Route> routes = {
       {"GET", "/healthz", [](const RouteRequest&) { return RouteReply{200, "{\"ok\":true}", "application/json", {}}; }, true},
       {"GET", "/metrics", [reg](const RouteRequest&) {

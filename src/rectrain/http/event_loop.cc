@@ -92,7 +92,7 @@ struct EventLoop::Conn {
 };
 
 Result<std::unique_ptr<EventLoop>> EventLoop::Start(const LoopOptions& options, int listen_fd, Handler handler,
-                                                    ErrorHandler on_error, MetricsRegistry* registry) {
+                                                    ErrorHandler on_error, prometheus::MetricsRegistry* registry) {
   std::unique_ptr<EventLoop> loop(new EventLoop());
   loop->stopped_ = true;  // until the threads run: the destructor has nothing to stop
   loop->options_ = options;
@@ -106,11 +106,11 @@ Result<std::unique_ptr<EventLoop>> EventLoop::Start(const LoopOptions& options, 
     return status;
   };
   if (registry != nullptr) {
-    Result<Gauge*> open = registry->GetGauge("rectrain_http_connections_open", "Open HTTP connections.");
+    Result<prometheus::Gauge*> open = registry->GetGauge("rectrain_http_connections_open", "Open HTTP connections.");
     if (!open.ok()) return fail(open.status());
     loop->open_ = *open;
     for (const char* reason : kReasonNames) {
-      Result<Counter*> c = registry->GetCounter(
+      Result<prometheus::Counter*> c = registry->GetCounter(
           "rectrain_http_connections_closed_total",
           "HTTP connections closed, by reason (refused: turned away at the connection cap).", {{"reason", reason}});
       if (!c.ok()) return fail(c.status());

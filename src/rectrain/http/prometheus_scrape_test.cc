@@ -43,10 +43,10 @@ TEST(PrometheusScrapeTest, RealPrometheusScrapesOurMetrics) {
   cfg_text << cfg_in.rdbuf();
   ASSERT_NE(cfg_text.str().find("'127.0.0.1:9464'"), std::string::npos);
 
-  MetricsRegistry registry;
-  Gauge* probe = *registry.GetGauge("rectrain_scrape_probe", "Set by the scrape test.");
+  prometheus::MetricsRegistry registry;
+  prometheus::Gauge* probe = *registry.GetGauge("rectrain_scrape_probe", "Set by the scrape test.");
   probe->Set(42);
-  ASSERT_TRUE(RegisterProcessMetrics(registry).ok());
+  ASSERT_TRUE(prometheus::RegisterProcessMetrics(registry).ok());
   auto server = Server::Start({}, &registry, nullptr);
   ASSERT_TRUE(server.ok()) << server.status();
 

@@ -212,7 +212,7 @@ std::vector<std::string> RouteRequest::ParamValues(std::string_view key) const {
   return out;
 }
 
-Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, MetricsRegistry* registry,
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, prometheus::MetricsRegistry* registry,
                                               track::TrackingStore* store) {
   RECTRAIN_RETURN_IF_ERROR(CheckOptions(options));
   auto impl = std::make_unique<Impl>();

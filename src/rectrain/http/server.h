@@ -1,7 +1,7 @@
 // rectrain/http/server.h: the small HTTP/1.1 server every long-running rectrain process can run
 // (our own: an epoll event loop, request_parser.h, a pool of worker threads; decision and
 // measurements in docs/decisions/0008-own-http-server.md). It serves:
-//   GET  /metrics                    Prometheus text exposition of a MetricsRegistry
+//   GET  /metrics                    Prometheus text exposition of a prometheus::MetricsRegistry
 //   GET  /healthz                    {"ok":true}
 //   GET  /api/runs                   run list: status, tag (repeatable), q (name substring),
 //                                    group, parent, param=k=v (repeatable), metric=auc>=0.8
@@ -59,7 +59,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
-#include "rectrain/http/prometheus.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
 
 namespace rectrain::http {
@@ -133,7 +133,7 @@ class Server {
   // with another method than GET/POST/DELETE or a malformed path, or more connections than
   // the process may open files; Unavailable when the address cannot be bound.
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& options,
-                                               MetricsRegistry* registry,
+                                               prometheus::MetricsRegistry* registry,
                                                track::TrackingStore* store);
   ~Server();  // Stops.
   Server(const Server&) = delete;

@@ -86,7 +86,7 @@ class HardeningTest : public ::testing::Test {
     return false;
   }
 
-  MetricsRegistry registry_;
+  prometheus::MetricsRegistry registry_;
   std::unique_ptr<Server> server_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -83,8 +83,8 @@ class ServerTest : public ::testing::Test {
 
   fs::path dir_;
   std::unique_ptr<track::TrackingStore> store_;
-  MetricsRegistry registry_;
-  Counter* samples_ = nullptr;
+  prometheus::MetricsRegistry registry_;
+  prometheus::Counter* samples_ = nullptr;
   std::unique_ptr<Server> server_;
 };
 
@@ -308,7 +308,7 @@ TEST_F(ServerTest, BodyLimitAndRateLimit) {
 // Parses the text exposition back: every sample line belongs to a family announced by
 // # HELP and # TYPE, and label values unescape to what was registered.
 TEST_F(ServerTest, MetricsRouteParsesBack) {
-  ASSERT_TRUE(RegisterProcessMetrics(registry_).ok());
+  ASSERT_TRUE(prometheus::RegisterProcessMetrics(registry_).ok());
   StartServer();
   auto c = Client();
   // Both are counted before their replies go out, so /metrics (its own request not yet counted)

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "rectrain/http/internal/api.h"
-#include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
 
 #ifndef RECTRAIN_UI_BUILD_DIR
@@ -96,8 +96,8 @@ Status ServeUi(const UiOptions& options) {
     if (!ec) so.artifact_root = abs.parent_path().string();
   }
 
-  MetricsRegistry registry;
-  RECTRAIN_RETURN_IF_ERROR(RegisterProcessMetrics(registry));
+  prometheus::MetricsRegistry registry;
+  RECTRAIN_RETURN_IF_ERROR(prometheus::RegisterProcessMetrics(registry));
   RECTRAIN_ASSIGN_OR_RETURN(auto server, Server::Start(so, &registry, store.get()));
   std::string url = server->url() + "/";
   if (!so.token.empty()) url += "?token=" + so.token;

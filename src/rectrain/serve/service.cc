@@ -263,18 +263,18 @@ struct Pending {
 };
 
 struct Metrics {
-  http::MetricsRegistry* registry = nullptr;
-  http::Histogram* latency = nullptr;
-  http::Histogram* batch_rows = nullptr;
-  http::Gauge* version = nullptr;
-  http::Gauge* ready = nullptr;
-  http::Counter* rows = nullptr;
-  http::Counter* ids = nullptr;
-  http::Counter* unknown = nullptr;
-  http::Counter* reload_ok = nullptr;
-  http::Counter* reload_failed = nullptr;
+  prometheus::MetricsRegistry* registry = nullptr;
+  prometheus::Histogram* latency = nullptr;
+  prometheus::Histogram* batch_rows = nullptr;
+  prometheus::Gauge* version = nullptr;
+  prometheus::Gauge* ready = nullptr;
+  prometheus::Counter* rows = nullptr;
+  prometheus::Counter* ids = nullptr;
+  prometheus::Counter* unknown = nullptr;
+  prometheus::Counter* reload_ok = nullptr;
+  prometheus::Counter* reload_failed = nullptr;
 
-  http::Counter* requests_ok = nullptr;  // code 200, looked up once: the hot path
+  prometheus::Counter* requests_ok = nullptr;  // code 200, looked up once: the hot path
 
   void Request(int code) {
     if (registry == nullptr) return;
@@ -538,7 +538,8 @@ struct ModelService::Impl {
 ModelService::ModelService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ModelService::~ModelService() { Stop(); }
 
-Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& options, http::MetricsRegistry* registry) {
+Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& options,
+                                                          prometheus::MetricsRegistry* registry) {
   if (options.max_batch_rows < 1 || options.max_request_rows < 1 || options.max_wait_ms < 0 || options.threads < 1) {
     return InvalidArgumentError("max batch rows, max request rows and threads must be >= 1 and max wait >= 0");
   }
@@ -562,9 +563,9 @@ Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& 
     m.registry = registry;
     RECTRAIN_ASSIGN_OR_RETURN(m.latency, registry->GetHistogram("rectrain_serve_request_seconds",
                                                                 "Latency of /v1/predict requests (parse, queue, score, reply).",
-                                                                http::ExponentialBuckets(0.0001, 2, 16)));
+                                                                prometheus::ExponentialBuckets(0.0001, 2, 16)));
     RECTRAIN_ASSIGN_OR_RETURN(m.batch_rows, registry->GetHistogram("rectrain_serve_batch_rows", "Rows per scored micro-batch.",
-                                                                   http::ExponentialBuckets(1, 2, 14)));
+                                                                   prometheus::ExponentialBuckets(1, 2, 14)));
     RECTRAIN_ASSIGN_OR_RETURN(m.version, registry->GetGauge("rectrain_serve_model_version", "Version of the model being served (0: none yet)."));
     RECTRAIN_ASSIGN_OR_RETURN(m.ready, registry->GetGauge("rectrain_serve_ready", "1 once a model is loaded."));
     RECTRAIN_ASSIGN_OR_RETURN(m.rows, registry->GetCounter("rectrain_serve_rows_total", "Rows scored."));

@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "rectrain/base/result.h"
-#include "rectrain/http/prometheus.h"
-#include "rectrain/http/server.h"
 #include "rectrain/data/row_parser.h"
+#include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 
 namespace rectrain::serve {
 
@@ -63,7 +63,8 @@ class ModelService {
  public:
   // Loads the model (a versions directory may still be empty: not ready until one appears) and
   // starts the scoring and watcher threads. `registry` (may be null) gets the rectrain_serve_* series.
-  static Result<std::unique_ptr<ModelService>> Start(const ServiceOptions& options, http::MetricsRegistry* registry);
+  static Result<std::unique_ptr<ModelService>> Start(const ServiceOptions& options,
+                                                     prometheus::MetricsRegistry* registry);
   ~ModelService();  // Stop()
 
   std::vector<http::Route> Routes();

@@ -224,8 +224,8 @@ RunRecorder::~RunRecorder() {
 }
 
 Status RunRecorder::RegisterSeries(const track::RunInfo& info) {
-  http::MetricsRegistry& reg = *options_.registry;
-  const http::Labels run{{"run", run_label_}};
+  prometheus::MetricsRegistry& reg = *options_.registry;
+  const prometheus::Labels run{{"run", run_label_}};
   Series& s = series_;
   RECTRAIN_ASSIGN_OR_RETURN(s.samples, reg.GetCounter("rectrain_train_samples_total",
                                                       "Training samples processed (all sessions).", run));
@@ -259,14 +259,14 @@ Status RunRecorder::RegisterSeries(const track::RunInfo& info) {
   RECTRAIN_ASSIGN_OR_RETURN(s.queue_depth,
                             reg.GetGauge("rectrain_data_queue_depth",
                                          "Batches ready in the reader's prefetch queue.", run));
-  http::Labels info_labels = run;
+  prometheus::Labels info_labels = run;
   info_labels.emplace_back("name", info.name);
   info_labels.emplace_back("run_dir", Absolute(options_.run_dir));
-  RECTRAIN_ASSIGN_OR_RETURN(http::Gauge * run_info,
+  RECTRAIN_ASSIGN_OR_RETURN(prometheus::Gauge * run_info,
                             reg.GetGauge("rectrain_run_info", "The run this process trains (value 1).",
                                          info_labels));
   run_info->Set(1);
-  return http::RegisterProcessMetrics(reg);
+  return prometheus::RegisterProcessMetrics(reg);
 }
 
 void RunRecorder::Write(const Status& s, const char* what) {
@@ -311,7 +311,7 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
     for (const TableSummary& t : p.tables) {
       auto it = tables_.find(t.name);
       if (it == tables_.end()) {
-        const http::Labels l{{"run", run_label_}, {"table", t.name}};
+        const prometheus::Labels l{{"run", run_label_}, {"table", t.name}};
         TableSeries ts;
         auto g = [&](const char* name, const char* help) { return GaugeOrNull(name, help, l); };
         auto c = [&](const char* name, const char* help) { return CounterOrNull(name, help, l); };
@@ -326,7 +326,7 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
         ts.oov_ratio = g("rectrain_embedding_oov_ratio", "oov_lookups / lookups since the start.");
         // The budget the table's bytes count against (0 = unlimited), labelled with what happens
         // there (deploy/prometheus/alerts.yml: RectrainEmbeddingMemoryNearBudget).
-        http::Labels bl = l;
+        prometheus::Labels bl = l;
         bl.emplace_back("on_budget", t.on_budget);
         ts.budget = GaugeOrNull("rectrain_embedding_budget_bytes",
                                 "Memory budget of the embedding table (embedding.memory_budget over the ranks "
@@ -398,18 +398,18 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
   Write(options_.store->LogMetrics(*run_, p.step, m), "metrics");
 }
 
-http::Gauge* RunRecorder::GaugeOrNull(const char* name, const char* help, const http::Labels& labels) {
+prometheus::Gauge* RunRecorder::GaugeOrNull(const char* name, const char* help, const prometheus::Labels& labels) {
   auto r = options_.registry->GetGauge(name, help, labels);
   return r.ok() ? *r : nullptr;
 }
 
-http::Counter* RunRecorder::CounterOrNull(const char* name, const char* help, const http::Labels& labels) {
+prometheus::Counter* RunRecorder::CounterOrNull(const char* name, const char* help, const prometheus::Labels& labels) {
   auto r = options_.registry->GetCounter(name, help, labels);
   return r.ok() ? *r : nullptr;
 }
 
 void RunRecorder::ExportOnline(const OnlineFigures& f) {
-  const http::Labels l{{"run", run_label_}};
+  const prometheus::Labels l{{"run", run_label_}};
   auto g = [&](const char* name, const char* help) { return GaugeOrNull(name, help, l); };
   auto c = [&](const char* name, const char* help) { return CounterOrNull(name, help, l); };
   OnlineSeries& o = online_;
@@ -427,10 +427,10 @@ void RunRecorder::ExportOnline(const OnlineFigures& f) {
     o.commits = c("rectrain_stream_commits_total", "Stream positions committed to the broker after their checkpoint landed.");
     o.commit_failures = c("rectrain_stream_commit_failures_total", "Commits the broker did not take (retried by the next checkpoint).");
   }
-  auto set = [](http::Gauge* x, double v) {
+  auto set = [](prometheus::Gauge* x, double v) {
     if (x) x->Set(v);
   };
-  auto total = [](http::Counter* x, int64_t v) {
+  auto total = [](prometheus::Counter* x, int64_t v) {
     if (x) x->SetTotal(static_cast<double>(v));
   };
   set(o.auc, f.auc);
@@ -451,7 +451,7 @@ void RunRecorder::ExportRanks(const std::vector<RankFigures>& ranks) {
   for (const RankFigures& f : ranks) {
     auto it = ranks_.find(f.rank);
     if (it == ranks_.end()) {
-      const http::Labels l{{"run", run_label_}, {"rank", std::to_string(f.rank)}};
+      const prometheus::Labels l{{"run", run_label_}, {"rank", std::to_string(f.rank)}};
       RankSeries rs;
       rs.rows = CounterOrNull("rectrain_rank_rows_total", "Training rows a rank trained on (this session).", l);
       rs.ids_owned = GaugeOrNull("rectrain_rank_embedding_rows", "Embedding rows resident on a rank (all tables).", l);
@@ -459,7 +459,7 @@ void RunRecorder::ExportRanks(const std::vector<RankFigures>& ranks) {
       rs.bytes_received = CounterOrNull("rectrain_rank_bytes_received_total", "Bytes a rank received from the others.", l);
       for (const char* phase : {"data_wait", "lookup", "exchange", "forward", "backward", "allreduce", "sparse_update",
                                 "dense_update"}) {
-        http::Labels pl = l;
+        prometheus::Labels pl = l;
         pl.emplace_back("phase", phase);
         rs.phases[phase] = CounterOrNull("rectrain_rank_step_seconds_total", "Seconds a rank spent in each phase of its steps.", pl);
       }
@@ -476,7 +476,7 @@ void RunRecorder::ExportRanks(const std::vector<RankFigures>& ranks) {
         {"forward", b.forward},     {"backward", b.backward},   {"allreduce", b.allreduce},
         {"sparse_update", b.sparse_update}, {"dense_update", b.dense_update}};
     for (const auto& [phase, v] : phases) {
-      if (http::Counter* ctr = rs.phases[phase]) ctr->SetTotal(v);
+      if (prometheus::Counter* ctr = rs.phases[phase]) ctr->SetTotal(v);
     }
   }
 }

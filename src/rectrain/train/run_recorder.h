@@ -38,7 +38,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
-#include "rectrain/http/prometheus.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
 #include "rectrain/train/data_gate.h"
 #include "rectrain/train/observer.h"
@@ -50,7 +50,7 @@ class RunRecorder : public TrainObserver {
  public:
   struct Options {
     track::TrackingStore* store = nullptr;      // null: no tracking
-    http::MetricsRegistry* registry = nullptr;  // null: no Prometheus export
+    prometheus::MetricsRegistry* registry = nullptr;  // null: no Prometheus export
     std::string run_dir;                        // artifacts: train.log, model/, summary.json
     double heartbeat_s = 30.0;                  // <= 0: no heartbeat thread
     double progress_interval_s = 1.0;           // Prometheus refresh while training
@@ -112,62 +112,62 @@ class RunRecorder : public TrainObserver {
   double last_cpu_wall_ = 0;
 
   struct Series {
-    http::Counter* samples = nullptr;
-    http::Counter* steps = nullptr;
-    http::Gauge* step = nullptr;
-    http::Gauge* epoch = nullptr;
-    http::Gauge* loss = nullptr;
-    http::Gauge* train_auc = nullptr;
-    http::Gauge* samples_per_second = nullptr;
-    http::Gauge* learning_rate = nullptr;
-    http::Gauge* eval_auc = nullptr;
-    http::Gauge* eval_logloss = nullptr;
-    http::Counter* rows_read = nullptr;
-    http::Counter* rows_rejected = nullptr;
-    http::Counter* data_wait = nullptr;
-    http::Gauge* queue_depth = nullptr;
+    prometheus::Counter* samples = nullptr;
+    prometheus::Counter* steps = nullptr;
+    prometheus::Gauge* step = nullptr;
+    prometheus::Gauge* epoch = nullptr;
+    prometheus::Gauge* loss = nullptr;
+    prometheus::Gauge* train_auc = nullptr;
+    prometheus::Gauge* samples_per_second = nullptr;
+    prometheus::Gauge* learning_rate = nullptr;
+    prometheus::Gauge* eval_auc = nullptr;
+    prometheus::Gauge* eval_logloss = nullptr;
+    prometheus::Counter* rows_read = nullptr;
+    prometheus::Counter* rows_rejected = nullptr;
+    prometheus::Counter* data_wait = nullptr;
+    prometheus::Gauge* queue_depth = nullptr;
   } series_;
   struct TableSeries {
-    http::Gauge* rows = nullptr;
-    http::Gauge* bytes = nullptr;
-    http::Gauge* budget = nullptr;
-    http::Counter* admissions = nullptr;
-    http::Counter* evictions = nullptr;
-    http::Counter* expirations = nullptr;
-    http::Counter* lookups = nullptr;
-    http::Counter* oov_lookups = nullptr;
-    http::Gauge* oov_ratio = nullptr;
+    prometheus::Gauge* rows = nullptr;
+    prometheus::Gauge* bytes = nullptr;
+    prometheus::Gauge* budget = nullptr;
+    prometheus::Counter* admissions = nullptr;
+    prometheus::Counter* evictions = nullptr;
+    prometheus::Counter* expirations = nullptr;
+    prometheus::Counter* lookups = nullptr;
+    prometheus::Counter* oov_lookups = nullptr;
+    prometheus::Gauge* oov_ratio = nullptr;
   };
   std::map<std::string, TableSeries> tables_;
   // A job's per-rank series, labelled rank="r" (and phase="..." for the step breakdown).
   struct RankSeries {
-    http::Counter* rows = nullptr;
-    http::Gauge* ids_owned = nullptr;
-    http::Counter* bytes_sent = nullptr;
-    http::Counter* bytes_received = nullptr;
-    std::map<std::string, http::Counter*> phases;
+    prometheus::Counter* rows = nullptr;
+    prometheus::Gauge* ids_owned = nullptr;
+    prometheus::Counter* bytes_sent = nullptr;
+    prometheus::Counter* bytes_received = nullptr;
+    std::map<std::string, prometheus::Counter*> phases;
   };
   std::map<int, RankSeries> ranks_;
   void ExportRanks(const std::vector<RankFigures>& ranks);
   // An online run's series (rectrain_online_*, rectrain_stream_*), registered on first use.
   struct OnlineSeries {
-    http::Gauge* auc = nullptr;
-    http::Gauge* logloss = nullptr;
-    http::Gauge* lag_messages = nullptr;
-    http::Gauge* lag_seconds = nullptr;
-    http::Gauge* connected = nullptr;
-    http::Counter* messages = nullptr;
-    http::Counter* bad = nullptr;
-    http::Counter* dead_lettered = nullptr;
-    http::Counter* dead_letter_failures = nullptr;
-    http::Counter* errors = nullptr;
-    http::Counter* commits = nullptr;
-    http::Counter* commit_failures = nullptr;
+    prometheus::Gauge* auc = nullptr;
+    prometheus::Gauge* logloss = nullptr;
+    prometheus::Gauge* lag_messages = nullptr;
+    prometheus::Gauge* lag_seconds = nullptr;
+    prometheus::Gauge* connected = nullptr;
+    prometheus::Counter* messages = nullptr;
+    prometheus::Counter* bad = nullptr;
+    prometheus::Counter* dead_lettered = nullptr;
+    prometheus::Counter* dead_letter_failures = nullptr;
+    prometheus::Counter* errors = nullptr;
+    prometheus::Counter* commits = nullptr;
+    prometheus::Counter* commit_failures = nullptr;
   } online_;
   void ExportOnline(const OnlineFigures& online);
   // The series of the registry, or null when the name clashes (that series is then not exported).
-  http::Gauge* GaugeOrNull(const char* name, const char* help, const http::Labels& labels);
-  http::Counter* CounterOrNull(const char* name, const char* help, const http::Labels& labels);
+  prometheus::Gauge* GaugeOrNull(const char* name, const char* help, const prometheus::Labels& labels);
+  prometheus::Counter* CounterOrNull(const char* name, const char* help, const prometheus::Labels& labels);
 
   std::thread heartbeat_;
   std::mutex hb_mu_;

@@ -33,7 +33,7 @@ class RunRecorderTest : public ::testing::Test {
   void WriteFile(const fs::path& p, const std::string& text) {
     std::ofstream(p, std::ios::binary) << text;
   }
-  RunRecorder::Options Opts(http::MetricsRegistry* reg) {
+  RunRecorder::Options Opts(prometheus::MetricsRegistry* reg) {
     RunRecorder::Options o;
     o.store = store_.get();
     o.registry = reg;
@@ -92,7 +92,7 @@ class RunRecorderTest : public ::testing::Test {
 TEST_F(RunRecorderTest, RecordsAFinishedRun) {
   WriteFile(dir_ / "a.tsv", "1\t2\n");
   WriteFile(dir_ / "b.tsv", std::string(200000, 'x'));
-  http::MetricsRegistry reg;
+  prometheus::MetricsRegistry reg;
   track::RunInfo info;
   info.name = "tiny";
   info.tags = {"t1", "t2"};
@@ -158,7 +158,7 @@ TEST_F(RunRecorderTest, RecordsAFinishedRun) {
 
 // A job's per-rank figures: Prometheus series labelled by rank, rank<r>/... metrics in the store.
 TEST_F(RunRecorderTest, ExportsEveryRanksFigures) {
-  http::MetricsRegistry reg;
+  prometheus::MetricsRegistry reg;
   auto rec = RunRecorder::Start(Opts(&reg), track::RunInfo{}, {});
   ASSERT_TRUE(rec.ok()) << rec.status();
   const track::RunId id = *(*rec)->run_id();

@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "rectrain/config/train_config.h"
-#include "rectrain/http/prometheus.h"
 #include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
 #include "rectrain/track/workspace.h"
 #include "rectrain/train/data_gate.h"
@@ -49,7 +49,7 @@ Result<std::unique_ptr<track::TrackingStore>> OpenStore(const std::string& path)
 // The /metrics endpoint (monitoring.*). A non-loopback host needs a token
 // (SessionOptions::metrics_token, $RECTRAIN_METRICS_TOKEN).
 Result<std::unique_ptr<http::Server>> StartMetricsServer(const config::MonitoringSettings& m, const std::string& token,
-                                                         http::MetricsRegistry* registry) {
+                                                         prometheus::MetricsRegistry* registry) {
   http::ServerOptions so;
   so.host = m.host;
   so.port = m.port;
@@ -91,7 +91,7 @@ void RememberRun(const std::string& run_dir, const std::string& store_path, trac
 // Declared in this order so that the recorder ends before the server stops and the server
 // before the registry goes.
 struct Recording {
-  http::MetricsRegistry registry;
+  prometheus::MetricsRegistry registry;
   std::unique_ptr<track::TrackingStore> store;
   std::unique_ptr<http::Server> metrics_server;
   std::unique_ptr<RunRecorder> recorder;

@@ -849,10 +849,11 @@ class Study {
 
   Status RegisterSeries() {
     if (o_.registry == nullptr) return OkStatus();
-    const http::Labels study = {{"study", spec_.name}};
+    const prometheus::Labels study = {{"study", spec_.name}};
     for (TrialState s : kAllStates) {
-      RECTRAIN_ASSIGN_OR_RETURN(http::Gauge * g, o_.registry->GetGauge("rectrain_tune_trials", "Trials of the study by state",
-                                                                        {{"study", spec_.name}, {"state", TrialStateName(s)}}));
+      RECTRAIN_ASSIGN_OR_RETURN(prometheus::Gauge * g,
+                                o_.registry->GetGauge("rectrain_tune_trials", "Trials of the study by state",
+                                                      {{"study", spec_.name}, {"state", TrialStateName(s)}}));
       state_gauges_.push_back(g);
     }
     RECTRAIN_ASSIGN_OR_RETURN(best_gauge_, o_.registry->GetGauge("rectrain_tune_best", "Best metric so far (NaN before the first result)",
@@ -896,12 +897,12 @@ class Study {
   int64_t launches_ = 0;
   int64_t results_ = 0;
   double overhead_ = 0;
-  std::vector<http::Gauge*> state_gauges_;
-  http::Gauge* best_gauge_ = nullptr;
-  http::Gauge* slots_gauge_ = nullptr;
-  http::Gauge* busy_gauge_ = nullptr;
-  http::Counter* launch_counter_ = nullptr;
-  http::Counter* overhead_counter_ = nullptr;
+  std::vector<prometheus::Gauge*> state_gauges_;
+  prometheus::Gauge* best_gauge_ = nullptr;
+  prometheus::Gauge* slots_gauge_ = nullptr;
+  prometheus::Gauge* busy_gauge_ = nullptr;
+  prometheus::Counter* launch_counter_ = nullptr;
+  prometheus::Counter* overhead_counter_ = nullptr;
 };
 
 }  // namespace

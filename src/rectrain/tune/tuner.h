@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "rectrain/base/result.h"
-#include "rectrain/http/prometheus.h"
+#include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
 #include "rectrain/tune/launcher.h"
 #include "rectrain/tune/study.h"
@@ -102,7 +102,7 @@ struct TunerOptions {
   std::string rectrain_exe;              // the binary trials run (`train`) and the cache is built with
   ConfigChecker check;                   // required
   track::TrackingStore* store = nullptr; // null: no tracking
-  http::MetricsRegistry* registry = nullptr;  // null: no Prometheus series
+  prometheus::MetricsRegistry* registry = nullptr;  // null: no Prometheus series
   const std::atomic<int>* stop_signal = nullptr;
   std::function<void(const std::string&)> log;  // event lines (null: none)
   // Redraws the trial table in place (a terminal) through `draw` (null: no table).

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "rectrain/base/result.h"
-#include "rectrain/http/prometheus.h"
 #include "rectrain/http/request_parser.h"
 #include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 
 namespace rectrain::http::internal {
 
@@ -27,7 +27,8 @@ class Dispatcher {
  public:
   // Checks the options (token, limits, routes) and compiles the route table. `registry` may be
   // null (no /metrics, no counters). Errors: those of Server::Start.
-  static Result<std::unique_ptr<Dispatcher>> Create(const ServerOptions& options, MetricsRegistry* registry);
+  static Result<std::unique_ptr<Dispatcher>> Create(const ServerOptions& options,
+                                                    prometheus::MetricsRegistry* registry);
   ~Dispatcher();
 
   // The reply to a complete request from `peer` (an address, the rate limiter's key). HEAD is
@@ -48,8 +49,8 @@ class Dispatcher {
   void Count(int status);
 
   ServerOptions options_;
-  MetricsRegistry* registry_ = nullptr;
-  Counter* requests_ok_ = nullptr;
+  prometheus::MetricsRegistry* registry_ = nullptr;
+  prometheus::Counter* requests_ok_ = nullptr;
   std::unique_ptr<RateLimiter> limiter_;
   std::filesystem::path static_root_;  // canonical; empty if none
   std::vector<CompiledRoute> routes_;

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "rectrain/base/result.h"
-#include "rectrain/http/prometheus.h"
 #include "rectrain/http/request_parser.h"
 #include "rectrain/http/server.h"
+#include "rectrain/prometheus/registry.h"
 
 namespace rectrain::http::internal {
 
@@ -56,7 +56,7 @@ class EventLoop {
   // too) and starts the threads.
   // `registry` (may be null) gets the rectrain_http_connections* series.
   static Result<std::unique_ptr<EventLoop>> Start(const LoopOptions& options, int listen_fd, Handler handler,
-                                                  ErrorHandler on_error, MetricsRegistry* registry);
+                                                  ErrorHandler on_error, prometheus::MetricsRegistry* registry);
   ~EventLoop();  // Stop()
 
   // Stops accepting, lets the requests being handled finish (their replies close the
@@ -100,8 +100,8 @@ class EventLoop {
   std::vector<std::thread> workers_;
   std::thread acceptor_;
   bool stopped_ = false;
-  Gauge* open_ = nullptr;
-  std::vector<Counter*> closed_;  // by Reason
+  prometheus::Gauge* open_ = nullptr;
+  std::vector<prometheus::Counter*> closed_;  // by Reason
 };
 
 }  // namespace rectrain::http::internal

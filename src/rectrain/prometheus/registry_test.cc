@@ -1,5 +1,5 @@
-// Tests for the Prometheus registry and text exposition.
-#include "rectrain/http/prometheus.h"
+// rectrain/prometheus/registry.cc: see registry.h.
+#include "rectrain/prometheus/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-namespace rectrain::http {
+namespace rectrain::prometheus {
 namespace {
 
 TEST(PrometheusTest, RendersExactExposition) {
@@ -147,4 +147,4 @@ TEST(PrometheusTest, HistogramRendersCumulativeBuckets) {
   EXPECT_EQ(ExponentialBuckets(0.5, 2, 3), (std::vector<double>{0.5, 1, 2}));
 }
 
-}  // namespace rectrain::http
+}  // namespace rectrain::prometheus

@@ -1,5 +1,5 @@
-// rectrain/http/prometheus.cc: see prometheus.h.
-#include "rectrain/http/prometheus.h"
+// rectrain/prometheus/registry.cc: see registry.h.
+#include "rectrain/prometheus/registry.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace rectrain::http {
+namespace rectrain::prometheus {
 namespace {
 
 bool ValidMetricName(std::string_view n) {
@@ -309,4 +309,4 @@ Status RegisterProcessMetrics(MetricsRegistry& registry) {
   return OkStatus();
 }
 
-}  // namespace rectrain::http
+}  // namespace rectrain::prometheus

@@ -1,18 +1,18 @@
-// rectrain/http/prometheus.h: a Prometheus metrics registry (counters, gauges and histograms
-// with labels)
-// rendered in the text exposition format 0.0.4 for a `/metrics` route, plus the standard
+// rectrain/prometheus/registry.h: a Prometheus metrics registry (counters, gauges and
+// histograms with labels) rendered in the text exposition format 0.0.4, plus the standard
 // process_* metrics (CPU seconds, RSS, ...) read from /proc/self.
 //
-// This target (rectrain::prometheus) depends only on base, so the trainer can own the counters
-// without linking the HTTP server; the CLI hands the registry to http::Server.
+// This library (rectrain::prometheus) depends only on base, so the trainer, the tuner and the
+// model server own their counters without linking the HTTP server; http::Server renders a
+// registry on GET /metrics.
 //
 // Thread safety: every method is thread-safe. Counter/Gauge updates are lock-free atomics, so the
 // trainer thread may update them on its hot path while a server thread renders. Series pointers
 // stay valid for the life of the registry.
 //
 // Example:
-//   http::MetricsRegistry reg;
-//   RECTRAIN_ASSIGN_OR_RETURN(http::Counter* samples,
+//   prometheus::MetricsRegistry reg;
+//   RECTRAIN_ASSIGN_OR_RETURN(prometheus::Counter* samples,
 //       reg.GetCounter("rectrain_train_samples_total", "Samples trained on.", {{"run", "12"}}));
 //   samples->Increment(4096);
 //   std::string text = reg.Render();   // "# HELP rectrain_train_samples_total ...\n..."
@@ -31,7 +31,7 @@
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
 
-namespace rectrain::http {
+namespace rectrain::prometheus {
 
 // Label name -> value. Order does not matter (the registry sorts by name).
 using Labels = std::vector<std::pair<std::string, std::string>>;
@@ -138,4 +138,4 @@ std::string EscapeHelp(std::string_view v);
 // Shortest round-trip decimal; "NaN", "+Inf", "-Inf" for non-finite values.
 std::string FormatSampleValue(double v);
 
-}  // namespace rectrain::http
+}  // namespace rectrain::prometheus
