@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "rectrain/http/internal/api.h"
 #include "rectrain/http/internal/dispatcher.h"
 #include "rectrain/http/request_parser.h"
 #include "rectrain/http/server.h"
 #include "rectrain/track/tracking_store.h"
+#include "rectrain/webui/tracking_api.h"
 
 namespace {
 
@@ -88,8 +88,9 @@ http::internal::Dispatcher* Server(int config) {
     if ((config & 1) == 0) {
       track::TrackingStore* store = Store();
       o.static_dir = ScratchDir() / "static";
-      o.artifact_root = ScratchDir();
-      o.routes = http::internal::ApiRoutes(store, o);
+      webui::TrackingApiOptions api;
+      api.artifact_root = ScratchDir();
+      o.routes = webui::TrackingApiRoutes(store, api);
     } else {
       o.routes = ServeRoutes();
     }

@@ -79,7 +79,7 @@ int RunServe(const std::vector<std::string>& args) {
   ho.keep_alive_max_requests = 1 << 30;
   RaiseOpenFileLimit();  // --max-connections descriptors
   ho.routes = (*service)->Routes();
-  auto server = http::Server::Start(ho, &registry, nullptr);
+  auto server = http::Server::Start(ho, &registry);
   if (!server.ok()) return ReportError(kCmd, server.status());
   std::printf("rectrain serve: %s (model version %lld); POST %s/v1/predict\n", (*server)->url().c_str(),
               static_cast<long long>((*service)->version()), (*server)->url().c_str());

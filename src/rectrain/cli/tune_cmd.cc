@@ -117,7 +117,7 @@ Result<std::unique_ptr<http::Server>> ServeMetrics(int port, prometheus::Metrics
   http::ServerOptions so;
   so.port = port;
   so.num_threads = 1;
-  auto started = http::Server::Start(so, registry, nullptr);
+  auto started = http::Server::Start(so, registry);
   if (!started.ok()) return started.status().WithContext("cannot serve /metrics (--metrics-port, --no-metrics)");
   return started;
 }

@@ -1,5 +1,5 @@
 // `rectrain ui`: the web UI, REST API and /metrics over the workspace's tracking store
-// (http::ServeUi; docs/ui.md, docs/cli.md).
+// (webui::ServeUi; docs/ui.md, docs/cli.md).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "rectrain/cli/process_env.h"
 #include "rectrain/cli/stop_signals.h"
 #include "rectrain/track/workspace.h"
-#include "rectrain/http/ui_server.h"
+#include "rectrain/webui/ui_server.h"
 
 namespace rectrain::cli {
 
@@ -45,7 +45,7 @@ int RunUi(const std::vector<std::string>& args) {
   if (port < 0 || port > 65535) {
     return ReportError(kCmd, InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(port)));
   }
-  http::UiOptions o;
+  webui::UiOptions o;
   o.store_path = track::ResolveStorePath(store, EnvString(track::kStoreEnv), workspace);
   o.host = host;
   o.port = static_cast<int>(port);
@@ -61,7 +61,7 @@ int RunUi(const std::vector<std::string>& args) {
   std::error_code ec;
   const std::filesystem::path store_dir = std::filesystem::path(o.store_path).parent_path();
   if (!store_dir.empty()) std::filesystem::create_directories(store_dir, ec);
-  if (Status s = http::ServeUi(o); !s.ok()) return ReportError(kCmd, s);
+  if (Status s = webui::ServeUi(o); !s.ok()) return ReportError(kCmd, s);
   return 0;
 }
 

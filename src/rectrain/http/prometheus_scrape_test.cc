@@ -47,7 +47,7 @@ TEST(PrometheusScrapeTest, RealPrometheusScrapesOurMetrics) {
   prometheus::Gauge* probe = *registry.GetGauge("rectrain_scrape_probe", "Set by the scrape test.");
   probe->Set(42);
   ASSERT_TRUE(prometheus::RegisterProcessMetrics(registry).ok());
-  auto server = Server::Start({}, &registry, nullptr);
+  auto server = Server::Start({}, &registry);
   ASSERT_TRUE(server.ok()) << server.status();
 
   fs::path dir = fs::temp_directory_path() / ("rectrain_prom_" + std::to_string(getpid()));

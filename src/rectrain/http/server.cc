@@ -1,6 +1,5 @@
 // rectrain/http/server.cc: see server.h. Binding, the option checks, and the public helpers;
-// the request handling is internal/dispatcher.h, the connections internal/event_loop.h, the
-// REST routes api.cc.
+// the request handling is internal/dispatcher.h, the connections internal/event_loop.h.
 #include "rectrain/http/server.h"
 
 #include <arpa/inet.h>
@@ -17,7 +16,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "rectrain/http/internal/api.h"
 #include "rectrain/http/internal/dispatcher.h"
 #include "rectrain/http/internal/event_loop.h"
 
@@ -212,13 +210,10 @@ std::vector<std::string> RouteRequest::ParamValues(std::string_view key) const {
   return out;
 }
 
-Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, prometheus::MetricsRegistry* registry,
-                                              track::TrackingStore* store) {
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, prometheus::MetricsRegistry* registry) {
   RECTRAIN_RETURN_IF_ERROR(CheckOptions(options));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  std::vector<Route> api = internal::ApiRoutes(store, options);
-  impl->options.routes.insert(impl->options.routes.end(), api.begin(), api.end());
   RECTRAIN_ASSIGN_OR_RETURN(impl->dispatcher, internal::Dispatcher::Create(impl->options, registry));
   RECTRAIN_ASSIGN_OR_RETURN(auto listening, Listen(options.host, options.port));
   impl->port = listening.second;

@@ -3,26 +3,14 @@
 // measurements in docs/decisions/0008-own-http-server.md). It serves:
 //   GET  /metrics                    Prometheus text exposition of a prometheus::MetricsRegistry
 //   GET  /healthz                    {"ok":true}
-//   GET  /api/runs                   run list: status, tag (repeatable), q (name substring),
-//                                    group, parent, param=k=v (repeatable), metric=auc>=0.8
-//                                    (repeatable), sort, order=asc|desc, limit, offset;
-//                                    include_params=all|k1,k2 adds "params" to each run
-//   GET  /api/runs.csv               the same list as CSV
-//   GET  /api/runs/{id}              run detail (config, params, files, artifacts, metric keys)
-//   DELETE /api/runs/{id}            deletes a run
-//   GET  /api/runs/{id}/metrics      key (repeatable; default all keys), max_points (default
-//                                    1000; 0 = all), min_step/max_step (a zoomed range):
-//                                    min/max-downsampled series
-//   GET  /api/runs/{id}/log          max_bytes (default 65536): tail of the run's "log"
-//                                    artifact, if it lies under ServerOptions::artifact_root
-//   GET  /api/runs/{id}/metrics.csv  every point of the run
-//   GET  /api/compare?ids=1,2,3      differing params + final metrics side by side
-//   GET  /api/groups                 run groups with status counts; by=group|parent|tag
+//   ServerOptions::routes            given by the process that runs the server: `rectrain serve`
+//                                    /v1/predict, ...; `rectrain ui` the tracking REST API
+//                                    (webui/tracking_api.h)
 //   GET  /<file>                     static files from ServerOptions::static_dir ("/" ->
 //                                    index.html); paths escaping the directory are refused (403)
-//   plus ServerOptions::routes (`rectrain serve`: /v1/predict, ...). HEAD is answered as GET.
-// docs/tracking.md lists the JSON shapes. Errors are JSON: {"error":{"code":"NOT_FOUND",
-// "message":"run 42 not found"}} with the HTTP status from HttpStatusForCode().
+// HEAD is answered as GET. Errors are JSON: {"error":{"code":"NOT_FOUND","message":"run 42 not
+// found"}} with the HTTP status from HttpStatusForCode(); a path under /api/ that no route
+// matches is a JSON 404 too ("no API route GET /api/x").
 //
 // Security: binds 127.0.0.1 by default. A non-loopback bind requires a token (CheckToken),
 // checked on every route but the public ones (/healthz, static files, Route::public_route) as
@@ -40,11 +28,12 @@
 // connections are counted in rectrain_http_connections_closed_total{reason}.
 //
 // Thread safety: Start/Stop from one thread. Handlers run on the server's worker threads,
-// concurrently; the registry and store they read are thread-safe and must outlive the Server.
+// concurrently; the registry and what the routes read must be thread-safe and outlive the Server.
 //
 // Example (what `rectrain ui` does):
 //   http::ServerOptions opts;  opts.port = 8080;  opts.static_dir = "/usr/share/rectrain/ui";
-//   RECTRAIN_ASSIGN_OR_RETURN(auto server, http::Server::Start(opts, &registry, store.get()));
+//   opts.routes = webui::TrackingApiRoutes(store.get(), {});
+//   RECTRAIN_ASSIGN_OR_RETURN(auto server, http::Server::Start(opts, &registry));
 //   std::cout << "serving on " << server->url() << "\n";  ...  server->Stop();
 #pragma once
 
@@ -60,7 +49,6 @@
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
 #include "rectrain/prometheus/registry.h"
-#include "rectrain/track/tracking_store.h"
 
 namespace rectrain::http {
 
@@ -116,25 +104,18 @@ struct ServerOptions {
   // What anyone who can reach a non-loopback port could do without a token, for the error
   // that asks for one ("read and delete runs" for `rectrain ui`).
   std::string unprotected_risk = "use every route of this server";
-  int64_t default_max_points = 1000;     // For /api/runs/{id}/metrics without max_points.
-  // Log files (artifacts of kind "log") are served by /api/runs/{id}/log only if they resolve
-  // to a path under this directory (the workspace); "" = never.
-  std::string artifact_root;
-  std::string alertmanager_url;          // GET /api/runs/{id}/alerts asks it; "" = none (docs/alerts.md)
   std::vector<Route> routes;             // extra routes (see Route); matched before static files
 };
 
 class Server {
  public:
   // Binds and starts serving in background threads; returns once the server accepts
-  // connections. `registry` and/or `store` may be null: their routes then answer 404
-  // ("no tracking store is attached to this server"). Errors: InvalidArgument for a missing
-  // token on a non-loopback host, a token CheckToken refuses, a limit out of range, a route
+  // connections. `registry` may be null: /metrics then answers 404. Errors: InvalidArgument
+  // for a missing token on a non-loopback host, a token CheckToken refuses, a limit out of range, a route
   // with another method than GET/POST/DELETE or a malformed path, or more connections than
   // the process may open files; Unavailable when the address cannot be bound.
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& options,
-                                               prometheus::MetricsRegistry* registry,
-                                               track::TrackingStore* store);
+                                               prometheus::MetricsRegistry* registry);
   ~Server();  // Stops.
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

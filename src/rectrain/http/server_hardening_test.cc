@@ -42,7 +42,7 @@ class HardeningTest : public ::testing::Test {
                              cv_.wait(lock, [&] { return released_; });
                              return RouteReply{200, "{}", "application/json"};
                            }});
-    auto s = Server::Start(opts, &registry_, nullptr);
+    auto s = Server::Start(opts, &registry_);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(s).value();
   }
@@ -300,13 +300,13 @@ TEST_F(HardeningTest, TokensNeedEntropyAndTheMessageNamesTheRisk) {
   ServerOptions o;
   o.host = "0.0.0.0";
   o.unprotected_risk = "score with and reload the model";
-  EXPECT_EQ(Server::Start(o, nullptr, nullptr).status(),
+  EXPECT_EQ(Server::Start(o, nullptr).status(),
             InvalidArgumentError("a token is required to bind to non-loopback address 0.0.0.0 (anyone who can "
                                  "reach the port could score with and reload the model)"));
   for (const char* bad : {"                ", "aaaaaaaaaaaaaaaa", "abababababababababab", "short", "0123456789abcde",
                           "0123456789abcdef 0123", "0123456789abcdef/0123"}) {
     o.token = bad;
-    EXPECT_EQ(Server::Start(o, nullptr, nullptr).status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(Server::Start(o, nullptr).status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_FALSE(CheckToken(bad).ok()) << bad;
   }
   EXPECT_EQ(CheckToken("                ").message(),

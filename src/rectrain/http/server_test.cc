@@ -1,5 +1,6 @@
-// Tests for http::Server with a real loopback client: REST routes, auth, Host check, static
-// files and traversal refusal, limits, and /metrics parsed back.
+// Tests for http::Server with a real loopback client: given routes, auth, Host check, static
+// files and traversal refusal, limits, and /metrics parsed back. (The tracking API's routes:
+// webui/tracking_api_test.cc; hostile clients: server_hardening_test.cc.)
 #include "rectrain/http/server.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "tests/http_util.h"
 
 namespace rectrain::http {
 namespace {
@@ -31,27 +30,6 @@ class ServerTest : public ::testing::Test {
     std::ofstream(dir_ / "static" / "sub" / "app.js") << "console.log(1)";
     std::ofstream(dir_ / "secret.txt") << "top secret";
     fs::create_symlink(dir_ / "secret.txt", dir_ / "static" / "link.txt");
-    auto store = track::TrackingStore::Open((dir_ / "t.db").string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(store).value();
-    for (int i = 0; i < 3; ++i) {
-      track::RunInfo info;
-      info.name = "run" + std::to_string(i);
-      info.group_id = "study";
-      info.params = {{"lr", std::to_string(i)}, {"seed", "1"}};
-      auto id = store_->StartRun(info);
-      ASSERT_TRUE(id.ok());
-      for (int step = 0; step < 50; ++step) {
-        std::pair<std::string, double> m[] = {{"loss", step == 20 ? 9.0 : 1.0}};
-        ASSERT_TRUE(store_->LogMetrics(*id, step, m).ok());
-      }
-      const double aucs[] = {0.7, 0.8, 0.9};
-      std::pair<std::string, double> fin[] = {{"auc", aucs[i]}};
-      ASSERT_TRUE(store_->SetFinal(*id, fin).ok());
-      if (i < 2) {
-        ASSERT_TRUE(store_->FinishRun(*id, track::RunStatus::kFinished).ok());
-      }
-    }
     samples_ = *registry_.GetCounter("rectrain_train_samples_total", "Samples.",
                                      {{"run", "a\"b\\c\nd"}});
     samples_->Increment(123);
@@ -61,9 +39,12 @@ class ServerTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
+  // Serves the static directory and GET /private (a route given to the server: protected by
+  // the token when there is one).
   void StartServer(ServerOptions opts = {}) {
     if (opts.static_dir.empty()) opts.static_dir = (dir_ / "static").string();
-    auto s = Server::Start(opts, &registry_, store_.get());
+    opts.routes.push_back({"GET", "/private", [](const RouteRequest&) { return RouteReply{200, "{}"}; }});
+    auto s = Server::Start(opts, &registry_);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(s).value();
   }
@@ -82,116 +63,10 @@ class ServerTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::unique_ptr<track::TrackingStore> store_;
   prometheus::MetricsRegistry registry_;
   prometheus::Counter* samples_ = nullptr;
   std::unique_ptr<Server> server_;
 };
-
-TEST_F(ServerTest, RunsListDetailMetricsCompareGroups) {
-  StartServer();
-  json list = GetJson("/api/runs?status=finished&sort=metric:auc&order=asc&limit=1&offset=1");
-  EXPECT_EQ(list["total"], 2);
-  ASSERT_EQ(list["runs"].size(), 1u);
-  EXPECT_EQ(list["runs"][0]["name"], "run1");
-  EXPECT_EQ(list["runs"][0]["final_metrics"]["auc"], 0.8);
-  EXPECT_EQ(GetJson("/api/runs?param=lr%3D2")["runs"][0]["name"], "run2");
-  EXPECT_EQ(GetJson("/api/runs?metric=auc%3E%3D0.8")["total"], 2);
-  EXPECT_EQ(GetJson("/api/runs?q=RUN1")["total"], 1);
-
-  json detail = GetJson("/api/runs/1");
-  EXPECT_EQ(detail["name"], "run0");
-  EXPECT_EQ(detail["params"]["lr"], "0");
-  EXPECT_EQ(detail["metric_keys"][0]["count"], 50);
-  EXPECT_EQ(detail["end_time"].is_number(), true);
-  EXPECT_TRUE(GetJson("/api/runs/3")["end_time"].is_null());
-
-  json m = GetJson("/api/runs/1/metrics?key=loss&max_points=10");
-  ASSERT_EQ(m["series"].size(), 1u);
-  EXPECT_EQ(m["series"][0]["total_points"], 50);
-  EXPECT_EQ(m["series"][0]["downsampled"], true);
-  EXPECT_LE(m["series"][0]["points"].size(), 10u);
-  bool spike = false;
-  for (auto& p : m["series"][0]["points"]) spike = spike || (p[0] == 20 && p[1] == 9.0);
-  EXPECT_TRUE(spike);
-  EXPECT_EQ(GetJson("/api/runs/1/metrics")["series"][0]["points"].size(), 50u);
-
-  json cmp = GetJson("/api/compare?ids=1,3");
-  ASSERT_EQ(cmp["differing_params"].size(), 1u);  // seed is equal, lr differs
-  EXPECT_EQ(cmp["differing_params"][0]["key"], "lr");
-  EXPECT_EQ(cmp["differing_params"][0]["values"], json({"0", "2"}));
-  EXPECT_EQ(cmp["final_metrics"][0]["key"], "auc");
-
-  json groups = GetJson("/api/groups");
-  EXPECT_EQ(groups["groups"][0]["group_id"], "study");
-  EXPECT_EQ(groups["groups"][0]["finished"], 2);
-
-  auto c = Client();
-  auto csv = c.Get("/api/runs.csv?sort=id&order=asc");
-  ASSERT_TRUE(csv);
-  EXPECT_EQ(csv->get_header_value("Content-Type"), "text/csv");
-  EXPECT_TRUE(csv->body.starts_with("id,name,status,start_time,end_time,host,group_id,tags,"
-                                    "param:lr,param:seed,metric:auc\r\n1,run0,finished,"));
-  auto mcsv = c.Get("/api/runs/2/metrics.csv");
-  ASSERT_TRUE(mcsv);
-  EXPECT_TRUE(mcsv->body.starts_with("key,step,value,wall_time\r\nloss,0,1,"));
-
-  auto del = c.Delete("/api/runs/2");
-  ASSERT_TRUE(del);
-  EXPECT_EQ(del->status, 200);
-  EXPECT_EQ(GetJson("/api/runs")["total"], 2);
-}
-
-TEST_F(ServerTest, ErrorsMapToStatusAndJson) {
-  StartServer();
-  EXPECT_EQ(GetJson("/api/runs/999", 404),
-            json::parse(R"({"error":{"code":"NOT_FOUND","message":"run 999 not found"}})"));
-  EXPECT_EQ(GetJson("/api/runs?limit=abc", 400)["error"]["message"],
-            "query parameter 'limit' must be an integer, got 'abc'");
-  EXPECT_EQ(GetJson("/api/runs?status=done", 400)["error"]["message"],
-            "unknown run status 'done'; expected running, finished, failed or stopped");
-  EXPECT_EQ(GetJson("/api/runs?sort=x", 400)["error"]["code"], "INVALID_ARGUMENT");
-  EXPECT_EQ(GetJson("/api/compare?ids=1,x", 400)["error"]["message"],
-            "query parameter 'ids' must be comma-separated run ids, got '1,x'");
-  EXPECT_EQ(GetJson("/api/nope", 404)["error"]["message"], "no API route GET /api/nope");
-  auto c = Client();
-  auto res = c.Post("/api/runs", "{}", "application/json");  // no POST routes
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 405);
-  EXPECT_EQ(res->get_header_value("Allow"), "GET");
-  EXPECT_EQ(json::parse(res->body)["error"]["message"], "POST is not allowed on /api/runs (allowed: GET)");
-  auto nope = c.Post("/api/nope", "{}", "application/json");
-  ASSERT_TRUE(nope);
-  EXPECT_EQ(nope->status, 404);
-  EXPECT_EQ(json::parse(nope->body)["error"]["message"], "no API route POST /api/nope");
-}
-
-// Issue 26 item 5: the documented filters gave 400 unless '=' was percent-encoded.
-TEST_F(ServerTest, DocumentedFiltersWorkUnencoded) {
-  StartServer();
-  auto get = [&](const std::string& target) {
-    testing::RawHttpConnection c(server_->port());
-    c.Send("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    auto r = c.Read();
-    EXPECT_EQ(r.status, 200) << target << " -> " << r.body;
-    return json::parse(r.body, nullptr, false);
-  };
-  EXPECT_EQ(get("/api/runs?metric=auc>=0.8")["total"], 2);
-  EXPECT_EQ(get("/api/runs?metric=auc>0.75&metric=auc<=0.8")["total"], 1);
-  EXPECT_EQ(get("/api/runs?param=lr=2")["runs"][0]["name"], "run2");
-  EXPECT_EQ(get("/api/runs?param=lr=2&param=seed=1")["total"], 1);
-  EXPECT_EQ(get("/api/runs?q=run+1")["total"], 0);  // '+' is a space in a query
-  EXPECT_EQ(get("/api/runs.csv?metric=auc>=0.9&sort=id").is_discarded(), true);  // CSV, not JSON
-}
-
-// Issue 26 item 7: /api/compare?ids=1,1 answered with null in the first column.
-TEST_F(ServerTest, CompareRefusesARunListedTwice) {
-  StartServer();
-  EXPECT_EQ(GetJson("/api/compare?ids=1,1", 400)["error"]["message"],
-            "run 1 is listed twice; compare distinct runs");
-  EXPECT_EQ(GetJson("/api/compare?ids=3,1,3", 400)["error"]["message"],
-            "run 3 is listed twice; compare distinct runs");
-}
 
 TEST_F(ServerTest, StatusTable) {
   EXPECT_EQ(HttpStatusForCode(StatusCode::kInvalidArgument), 400);
@@ -233,27 +108,27 @@ TEST_F(ServerTest, TokenIsRequiredOffLoopbackAndChecked) {
   ServerOptions open;
   open.host = "0.0.0.0";
   open.unprotected_risk = "read and delete runs";
-  EXPECT_EQ(Server::Start(open, &registry_, store_.get()).status(),
+  EXPECT_EQ(Server::Start(open, &registry_).status(),
             InvalidArgumentError("a token is required to bind to non-loopback address 0.0.0.0 "
                                  "(anyone who can reach the port could read and delete runs)"));
   open.token = "short";
-  EXPECT_EQ(Server::Start(open, &registry_, store_.get()).status(), CheckToken("short"));
+  EXPECT_EQ(Server::Start(open, &registry_).status(), CheckToken("short"));
 
   ServerOptions opts;
   opts.host = "0.0.0.0";
   opts.token = "0123456789abcdef0123";
   StartServer(opts);
   auto c = Client();
-  for (const char* path : {"/api/runs", "/metrics"}) {
+  for (const char* path : {"/private", "/metrics"}) {
     auto res = c.Get(path);
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 401) << path;
     EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer");
   }
-  auto wrong = c.Get("/api/runs", {{"Authorization", "Bearer 0123456789abcdef0124"}});
+  auto wrong = c.Get("/private", {{"Authorization", "Bearer 0123456789abcdef0124"}});
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 401);
-  auto bearer = c.Get("/api/runs", {{"Authorization", "Bearer 0123456789abcdef0123"}});
+  auto bearer = c.Get("/private", {{"Authorization", "Bearer 0123456789abcdef0123"}});
   ASSERT_TRUE(bearer);
   EXPECT_EQ(bearer->status, 200);
   auto query = c.Get("/metrics?token=0123456789abcdef0123");
@@ -267,13 +142,13 @@ TEST_F(ServerTest, TokenIsRequiredOffLoopbackAndChecked) {
 TEST_F(ServerTest, LoopbackWithoutTokenRefusesForeignHostHeader) {
   StartServer();
   auto c = Client();
-  auto res = c.Get("/api/runs", {{"Host", "evil.example:80"}});
+  auto res = c.Get("/private", {{"Host", "evil.example:80"}});
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 403);
   EXPECT_EQ(json::parse(res->body)["error"]["message"],
             "Host header 'evil.example:80' is not a loopback name; start the server with a "
             "token to serve other names");
-  auto ok = c.Get("/api/runs", {{"Host", "localhost:1234"}});
+  auto ok = c.Get("/private", {{"Host", "localhost:1234"}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
 }
@@ -285,7 +160,7 @@ TEST_F(ServerTest, BodyLimitAndRateLimit) {
   opts.rate_limit_burst = 3;
   StartServer(opts);
   auto c = Client();
-  auto big = c.Post("/api/runs", std::string(5000, 'x'), "text/plain");
+  auto big = c.Post("/private", std::string(5000, 'x'), "text/plain");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->status, 413);
   EXPECT_EQ(json::parse(big->body)["error"]["message"],
@@ -372,15 +247,31 @@ TEST_F(ServerTest, MetricsRouteParsesBack) {
   EXPECT_EQ(samples["rectrain_http_requests_total{outcome=404}"], 1.0);
 }
 
-TEST_F(ServerTest, NoStoreAttached) {
-  auto s = Server::Start({}, nullptr, nullptr);
+// The router's own answers: a route's other methods are 405 with Allow; an unrouted path is a
+// JSON 404, named an API route under /api/.
+TEST_F(ServerTest, UnroutedRequestsAreJsonErrors) {
+  StartServer();
+  auto c = Client();
+  auto post = c.Post("/private", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET");
+  EXPECT_EQ(json::parse(post->body)["error"]["message"], "POST is not allowed on /private (allowed: GET)");
+  EXPECT_EQ(GetJson("/api/nope", 404)["error"]["message"], "no API route GET /api/nope");
+  auto nope = c.Post("/api/nope", "{}", "application/json");
+  ASSERT_TRUE(nope);
+  EXPECT_EQ(nope->status, 404);
+  EXPECT_EQ(json::parse(nope->body)["error"]["message"], "no API route POST /api/nope");
+}
+
+TEST_F(ServerTest, NoRegistryAttached) {
+  auto s = Server::Start({}, nullptr);
   ASSERT_TRUE(s.ok());
   httplib::Client c("127.0.0.1", (*s)->port());
-  auto res = c.Get("/api/runs");
+  auto res = c.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
-  EXPECT_EQ(json::parse(res->body)["error"]["message"],
-            "no tracking store is attached to this server");
+  EXPECT_EQ(json::parse(res->body)["error"]["message"], "no metrics registry is attached to this server");
   EXPECT_EQ((*s)->url(), "http://127.0.0.1:" + std::to_string((*s)->port()));
 }
 

@@ -1,5 +1,5 @@
 // rectrain/track/run_json.h: the JSON shapes of runs, run details and comparisons — one
-// definition shared by the REST API (http/api.cc) and `rectrain runs ... --json`
+// definition shared by the REST API (webui/tracking_api.cc) and `rectrain runs ... --json`
 // (runs_report.cc), so the two can never drift apart. Shapes are documented in docs/tracking.md.
 // Include only from .cc files: nlohmann/json is costly to compile (ENVIRONMENT.md).
 // Thread safety: pure functions.

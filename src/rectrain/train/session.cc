@@ -55,7 +55,7 @@ Result<std::unique_ptr<http::Server>> StartMetricsServer(const config::Monitorin
   so.port = m.port;
   so.num_threads = 1;
   so.token = token;
-  auto server = http::Server::Start(so, registry, nullptr);
+  auto server = http::Server::Start(so, registry);
   if (!server.ok()) {
     return server.status().WithContext("cannot serve /metrics on " + m.host + ":" + std::to_string(m.port) +
                                        " (monitoring.host/port; disable with --set monitoring.enabled=false)");

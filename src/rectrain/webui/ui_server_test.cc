@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "rectrain/http/internal/api.h"
 #include "rectrain/http/server.h"
-#include "rectrain/http/ui_server.h"
 #include "rectrain/track/runs_report.h"
+#include "rectrain/webui/tracking_api.h"
+#include "rectrain/webui/ui_server.h"
 
-namespace rectrain::http {
+namespace rectrain::webui {
 namespace {
 
 namespace fs = std::filesystem;
@@ -62,9 +62,11 @@ class UiApiTest : public ::testing::Test {
     server_.reset();
     fs::remove_all(dir_);
   }
-  void StartServer(ServerOptions opts = {}) {
+  void StartServer(TrackingApiOptions api = {}) {
+    http::ServerOptions opts;
     opts.static_dir = (dir_ / "static").string();
-    auto s = Server::Start(opts, nullptr, store_.get());
+    opts.routes = TrackingApiRoutes(store_.get(), api);
+    auto s = http::Server::Start(opts, nullptr);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(s).value();
   }
@@ -79,7 +81,7 @@ class UiApiTest : public ::testing::Test {
 
   fs::path dir_;
   std::unique_ptr<track::TrackingStore> store_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<http::Server> server_;
 };
 
 TEST_F(UiApiTest, IncludeParams) {
@@ -135,7 +137,7 @@ TEST_F(UiApiTest, LogTailConfinedToWorkspace) {
   ASSERT_TRUE(store_->AddArtifact(2, "log", (dir_ / "ws" / "logs" / "train.log").string()).ok());
   ASSERT_TRUE(store_->AddArtifact(3, "log", (dir_ / "outside.log").string()).ok());
   ASSERT_TRUE(store_->AddArtifact(4, "log", (dir_ / "ws" / "logs" / "sneaky.log").string()).ok());
-  ServerOptions opts;
+  TrackingApiOptions opts;
   opts.artifact_root = (dir_ / "ws").string();
   StartServer(opts);
 
@@ -292,7 +294,7 @@ const char kTwoAlerts[] = R"([
 
 TEST_F(UiApiTest, RunAlertsFromAlertmanager) {
   FakeAlertmanager am("", 200, kTwoAlerts);
-  ServerOptions opts;
+  TrackingApiOptions opts;
   opts.alertmanager_url = am.url();
   StartServer(opts);
   json j = GetJson("/api/runs/2/alerts");
@@ -326,7 +328,7 @@ TEST_F(UiApiTest, RunAlertsFromAlertmanager) {
 
 TEST_F(UiApiTest, RunAlertsBehindARoutePrefix) {
   FakeAlertmanager am("/alertmanager", 200, "[]");
-  ServerOptions opts;
+  TrackingApiOptions opts;
   opts.alertmanager_url = am.url() + "/";  // a trailing slash is dropped
   StartServer(opts);
   json j = GetJson("/api/runs/3/alerts");
@@ -345,7 +347,7 @@ TEST_F(UiApiTest, RunAlertsWithoutAlertmanagerIsAnEmptyListWithANote) {
 TEST_F(UiApiTest, RunAlertsWhenAlertmanagerFails) {
   {
     FakeAlertmanager am("", 500, "boom");
-    ServerOptions opts;
+    TrackingApiOptions opts;
     opts.alertmanager_url = am.url();
     StartServer(opts);
     json j = GetJson("/api/runs/2/alerts", 503);
@@ -354,7 +356,7 @@ TEST_F(UiApiTest, RunAlertsWhenAlertmanagerFails) {
   }
   {
     FakeAlertmanager am("", 200, "{\"not\": \"a list\"}");
-    ServerOptions opts;
+    TrackingApiOptions opts;
     opts.alertmanager_url = am.url();
     StartServer(opts);
     EXPECT_EQ(GetJson("/api/runs/2/alerts", 503)["error"]["message"],
@@ -366,7 +368,7 @@ TEST_F(UiApiTest, RunAlertsWhenAlertmanagerFails) {
     FakeAlertmanager gone("", 200, "[]");
     closed = gone.url();
   }
-  ServerOptions opts;
+  TrackingApiOptions opts;
   opts.alertmanager_url = closed;
   StartServer(opts);
   json j = GetJson("/api/runs/2/alerts", 503);
@@ -377,20 +379,20 @@ TEST_F(UiApiTest, RunAlertsWhenAlertmanagerFails) {
 }
 
 TEST_F(UiApiTest, AlertmanagerUrls) {
-  auto ok = internal::ParseAlertmanagerUrl("http://127.0.0.1:9093");
+  auto ok = ParseAlertmanagerUrl("http://127.0.0.1:9093");
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->scheme_host_port, "http://127.0.0.1:9093");
   EXPECT_EQ(ok->prefix, "");
-  ok = internal::ParseAlertmanagerUrl("https://am.example:443/am//");
+  ok = ParseAlertmanagerUrl("https://am.example:443/am//");
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->scheme_host_port, "https://am.example:443");
   EXPECT_EQ(ok->prefix, "/am");
-  EXPECT_EQ(internal::ParseAlertmanagerUrl("127.0.0.1:9093").status(),
+  EXPECT_EQ(ParseAlertmanagerUrl("127.0.0.1:9093").status(),
             InvalidArgumentError("--alertmanager must be an http:// or https:// URL such as "
                                  "http://127.0.0.1:9093, got '127.0.0.1:9093' (no scheme)"));
-  EXPECT_FALSE(internal::ParseAlertmanagerUrl("ftp://h").ok());
-  EXPECT_FALSE(internal::ParseAlertmanagerUrl("http:///x").ok());
-  EXPECT_FALSE(internal::ParseAlertmanagerUrl("http://h/x?y").ok());
+  EXPECT_FALSE(ParseAlertmanagerUrl("ftp://h").ok());
+  EXPECT_FALSE(ParseAlertmanagerUrl("http:///x").ok());
+  EXPECT_FALSE(ParseAlertmanagerUrl("http://h/x?y").ok());
   UiOptions o;
   o.store_path = (dir_ / "ws" / "rectrain.db").string();
   o.static_dir = (dir_ / "static").string();
@@ -410,7 +412,7 @@ TEST_F(UiApiTest, ServeUiErrors) {
   o.static_dir = (dir_ / "static").string();
   o.host = "0.0.0.0";
   o.token = "short";
-  EXPECT_EQ(ServeUi(o), CheckToken("short"));
+  EXPECT_EQ(ServeUi(o), http::CheckToken("short"));
   o.token = "";
   o.port = 0;
   std::ostringstream printed;
@@ -424,4 +426,4 @@ TEST_F(UiApiTest, ServeUiErrors) {
 }
 
 }  // namespace
-}  // namespace rectrain::http
+}  // namespace rectrain::webui

@@ -1,5 +1,5 @@
 // rectrain_ui_server: serves the web UI over a tracking store until Ctrl-C. A stand-in for
-// `rectrain ui` (same library call, http::ServeUi) used by the browser test.
+// `rectrain ui` (same library call, webui::ServeUi) used by the browser test.
 //   rectrain_ui_server --store ws/rectrain.db [--host 127.0.0.1] [--port 8080] [--token T]
 //                      [--static-dir DIR] [--artifact-root DIR] [--alertmanager URL]
 #include <pthread.h>
@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "rectrain/http/ui_server.h"
+#include "rectrain/webui/ui_server.h"
 
 int main(int argc, char** argv) {
-  rectrain::http::UiOptions o;
+  rectrain::webui::UiOptions o;
   auto usage = [] {
     std::cerr << "usage: rectrain_ui_server --store PATH [--host H] [--port P] [--token T] "
                  "[--static-dir DIR] [--artifact-root DIR] [--alertmanager URL]\n";
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     sigwait(&stop_signals, &sig);
     return sig;
   };
-  rectrain::Status st = rectrain::http::ServeUi(o);
+  rectrain::Status st = rectrain::webui::ServeUi(o);
   if (!st.ok()) {
     std::cerr << "rectrain_ui_server: " << st << "\n";
     return 1;

@@ -1,5 +1,7 @@
-// rectrain/http/api.cc: the JSON REST API over the TrackingStore (see server.h for routes).
-// JSON is built with nlohmann::json; invalid UTF-8 in stored text is replaced, never thrown.
+// rectrain/webui/tracking_api.cc: see tracking_api.h. JSON is built with nlohmann::json;
+// invalid UTF-8 in stored text is replaced, never thrown.
+#include "rectrain/webui/tracking_api.h"
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -9,11 +11,14 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "rectrain/http/internal/api.h"
 #include "rectrain/track/run_json.h"
 
-namespace rectrain::http::internal {
+namespace rectrain::webui {
 namespace {
+
+using http::Route;
+using http::RouteReply;
+using http::RouteRequest;
 
 using nlohmann::json;
 using track::RunFilter;
@@ -88,11 +93,10 @@ Result<RunId> RunIdFromPath(Req req) {
 template <typename Fn>
 Route Api(std::string method, std::string path, track::TrackingStore* store, Fn fn) {
   return Route{std::move(method), std::move(path), [store, fn](Req req) -> RouteReply {
-                 Result<RouteReply> reply = store == nullptr
-                                                ? Result<RouteReply>(NotFoundError("no tracking store is attached to this server"))
-                                                : fn(*store, req);
+                 Result<RouteReply> reply = fn(*store, req);
                  if (reply.ok()) return std::move(reply).value();
-                 return RouteReply{HttpStatusForCode(reply.status().code()), ErrorJson(reply.status()), "application/json", {}};
+                 return RouteReply{http::HttpStatusForCode(reply.status().code()), http::ErrorJson(reply.status()),
+                                   "application/json", {}};
                },
                false};
 }
@@ -368,7 +372,7 @@ Result<AlertmanagerUrl> ParseAlertmanagerUrl(const std::string& url) {
   return out;
 }
 
-std::vector<Route> ApiRoutes(track::TrackingStore* store, const ServerOptions& options) {
+std::vector<Route> TrackingApiRoutes(track::TrackingStore* store, const TrackingApiOptions& options) {
   const int64_t default_max_points = options.default_max_points;
   const std::string alertmanager = options.alertmanager_url, artifact_root = options.artifact_root;
   return {
@@ -393,4 +397,4 @@ std::vector<Route> ApiRoutes(track::TrackingStore* store, const ServerOptions& o
   };
 }
 
-}  // namespace rectrain::http::internal
+}  // namespace rectrain::webui

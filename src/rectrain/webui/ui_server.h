@@ -1,4 +1,4 @@
-// rectrain/http/ui_server.h: `rectrain ui` as a library call. ServeUi() opens the tracking store,
+// rectrain/webui/ui_server.h: `rectrain ui` as a library call. ServeUi() opens the tracking store,
 // serves the web UI (static files built from ui/ with npm), the REST API and /metrics on one
 // port, prints the URL and blocks until the caller's wait_for_stop returns (for `rectrain ui`:
 // SIGINT or SIGTERM), then stops cleanly.
@@ -10,9 +10,9 @@
 // Thread safety: ServeUi may run on any thread; it calls wait_for_stop on that thread.
 //
 // Example (the whole of `rectrain ui`):
-//   http::UiOptions o;  o.store_path = workspace + "/rectrain.db";  o.port = flags.port;
+//   webui::UiOptions o;  o.store_path = workspace + "/rectrain.db";  o.port = flags.port;
 //   cli::EnableGracefulStop("");  o.wait_for_stop = cli::WaitForStopSignal;
-//   return http::ServeUi(o);
+//   return webui::ServeUi(o);
 #pragma once
 
 #include <functional>
@@ -23,7 +23,7 @@
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
 
-namespace rectrain::http {
+namespace rectrain::webui {
 
 struct UiOptions {
   std::string store_path;          // Required: the tracking database (created if absent).
@@ -36,8 +36,8 @@ struct UiOptions {
   // `run` label is the run's id (GET /api/runs/{id}/alerts); "" = none.
   std::string alertmanager_url;
   int num_threads = 4;
-  int max_connections = 512;       // ServerOptions::max_connections
-  int64_t idle_timeout_ms = 5000;  // ServerOptions::idle_timeout_ms
+  int max_connections = 512;       // http::ServerOptions::max_connections
+  int64_t idle_timeout_ms = 5000;  // http::ServerOptions::idle_timeout_ms
   std::ostream* out = nullptr;     // Where the URL line goes; null = std::cout.
   // Called once the server accepts connections, with the URL (token included); for tests and
   // for callers that open a browser.
@@ -61,4 +61,4 @@ Result<std::string> FindUiAssets(std::string_view explicit_dir);
 // an http(s) URL. An Alertmanager that is down is no error here: the alerts route reports it.
 Status ServeUi(const UiOptions& options);
 
-}  // namespace rectrain::http
+}  // namespace rectrain::webui

@@ -1,5 +1,5 @@
-// rectrain/http/ui_server.cc: see ui_server.h.
-#include "rectrain/http/ui_server.h"
+// rectrain/webui/ui_server.cc: see ui_server.h.
+#include "rectrain/webui/ui_server.h"
 
 #include <signal.h>
 
@@ -8,10 +8,10 @@
 #include <iostream>
 #include <vector>
 
-#include "rectrain/http/internal/api.h"
 #include "rectrain/http/server.h"
 #include "rectrain/prometheus/registry.h"
 #include "rectrain/track/tracking_store.h"
+#include "rectrain/webui/tracking_api.h"
 
 #ifndef RECTRAIN_UI_BUILD_DIR
 #define RECTRAIN_UI_BUILD_DIR ""
@@ -20,7 +20,7 @@
 #define RECTRAIN_UI_SOURCE_DIST ""
 #endif
 
-namespace rectrain::http {
+namespace rectrain::webui {
 namespace {
 
 namespace fs = std::filesystem;
@@ -65,13 +65,13 @@ Status ServeUi(const UiOptions& options) {
   if (options.store_path.empty()) return InvalidArgumentError("ServeUi needs a store_path");
   if (!options.wait_for_stop) return InvalidArgumentError("ServeUi needs a wait_for_stop");
   if (!options.alertmanager_url.empty()) {
-    RECTRAIN_RETURN_IF_ERROR(internal::ParseAlertmanagerUrl(options.alertmanager_url).status());
+    RECTRAIN_RETURN_IF_ERROR(ParseAlertmanagerUrl(options.alertmanager_url).status());
   }
   std::ostream& out = options.out != nullptr ? *options.out : std::cout;
   RECTRAIN_ASSIGN_OR_RETURN(std::string static_dir, FindUiAssets(options.static_dir));
   RECTRAIN_ASSIGN_OR_RETURN(auto store, track::TrackingStore::Open(options.store_path));
 
-  ServerOptions so;
+  http::ServerOptions so;
   so.host = options.host;
   so.port = options.port;
   so.static_dir = static_dir;
@@ -84,21 +84,23 @@ Status ServeUi(const UiOptions& options) {
     if (const char* env = std::getenv("RECTRAIN_UI_TOKEN"); env != nullptr) so.token = env;
   }
   bool generated = false;
-  if (so.token.empty() && !IsLoopbackHost(so.host)) {
-    RECTRAIN_ASSIGN_OR_RETURN(so.token, GenerateToken());
+  if (so.token.empty() && !http::IsLoopbackHost(so.host)) {
+    RECTRAIN_ASSIGN_OR_RETURN(so.token, http::GenerateToken());
     generated = true;
   }
-  so.alertmanager_url = options.alertmanager_url;
-  so.artifact_root = options.artifact_root;
-  if (so.artifact_root.empty()) {
+  TrackingApiOptions api;
+  api.alertmanager_url = options.alertmanager_url;
+  api.artifact_root = options.artifact_root;
+  if (api.artifact_root.empty()) {
     std::error_code ec;
     fs::path abs = fs::absolute(options.store_path, ec);
-    if (!ec) so.artifact_root = abs.parent_path().string();
+    if (!ec) api.artifact_root = abs.parent_path().string();
   }
+  so.routes = TrackingApiRoutes(store.get(), api);
 
   prometheus::MetricsRegistry registry;
   RECTRAIN_RETURN_IF_ERROR(prometheus::RegisterProcessMetrics(registry));
-  RECTRAIN_ASSIGN_OR_RETURN(auto server, Server::Start(so, &registry, store.get()));
+  RECTRAIN_ASSIGN_OR_RETURN(auto server, http::Server::Start(so, &registry));
   std::string url = server->url() + "/";
   if (!so.token.empty()) url += "?token=" + so.token;
   out << "rectrain ui: serving " << options.store_path << " at " << url << "\n";
@@ -106,8 +108,8 @@ Status ServeUi(const UiOptions& options) {
     out << "rectrain ui: generated an access token (set --token or RECTRAIN_UI_TOKEN to choose "
            "one); the URL above carries it\n";
   }
-  if (!so.alertmanager_url.empty()) {
-    out << "rectrain ui: run alerts from Alertmanager at " << so.alertmanager_url << "\n";
+  if (!api.alertmanager_url.empty()) {
+    out << "rectrain ui: run alerts from Alertmanager at " << api.alertmanager_url << "\n";
   }
   out << "rectrain ui: press Ctrl-C to stop" << std::endl;
   if (options.on_ready) options.on_ready(url);
@@ -118,4 +120,4 @@ Status ServeUi(const UiOptions& options) {
   return OkStatus();
 }
 
-}  // namespace rectrain::http
+}  // namespace rectrain::webui
