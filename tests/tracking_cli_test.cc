@@ -58,8 +58,11 @@ class TrackingCliTest : public ::testing::Test {
     delete dir_;
     delete store_;
   }
-  static CmdResult Run(const std::vector<std::string>& args) {
-    std::string cmd = Quote(RECTRAIN_BINARY);
+  // `env`: "NAME=value" assignments for the command's environment, if any.
+  static CmdResult Run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    std::string cmd = env.empty() ? "" : "env ";
+    for (const auto& e : env) cmd += Quote(e) + " ";
+    cmd += Quote(RECTRAIN_BINARY);
     for (const auto& a : args) cmd += " " + Quote(a);
     const std::string out = *dir_ + "/stdout", err = *dir_ + "/stderr";
     cmd += " >" + Quote(out) + " 2>" + Quote(err) + " </dev/null";
@@ -356,6 +359,22 @@ TEST_F(TrackingCliTest, UiServesTheStoreAndRunsReportsErrors) {
   r = Run({"ui", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--token"), std::string::npos) << r.out;
+}
+
+// `rectrain ui` reads $RECTRAIN_UI_DIR and $RECTRAIN_UI_TOKEN itself and hands them to the
+// library in its options (webui::ServeUi reads no environment).
+TEST_F(TrackingCliTest, UiTakesItsDirectoryAndTokenFromTheEnvironment) {
+  const std::string empty = *dir_ + "/ui_empty", built = *dir_ + "/ui_built";
+  fs::create_directories(empty);
+  fs::create_directories(built);
+  testing::WriteAll(built + "/index.html", "<html></html>");
+  CmdResult r = Run({"ui", "--port", "0"}, {"RECTRAIN_UI_DIR=" + empty});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "rectrain ui: error: RECTRAIN_UI_DIR=" + empty + " has no index.html");
+  r = Run({"ui", "--port", "0", "--host", "0.0.0.0"}, {"RECTRAIN_UI_DIR=" + built, "RECTRAIN_UI_TOKEN=short"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the token must be 16 to 256 characters"), std::string::npos) << r.err;
 }
 
 }  // namespace

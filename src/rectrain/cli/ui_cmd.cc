@@ -49,8 +49,10 @@ int RunUi(const std::vector<std::string>& args) {
   o.store_path = track::ResolveStorePath(store, EnvString(track::kStoreEnv), workspace);
   o.host = host;
   o.port = static_cast<int>(port);
-  o.token = token;
+  // The environment is read here, at the edge; ServeUi reads none.
+  o.token = token.empty() ? EnvString("RECTRAIN_UI_TOKEN") : token;
   o.static_dir = static_dir;
+  o.env_ui_dir = EnvString("RECTRAIN_UI_DIR");
   o.alertmanager_url = alertmanager;
   o.max_connections = static_cast<int>(std::clamp<int64_t>(max_connections, 0, 1 << 20));
   o.idle_timeout_ms = idle_timeout_ms;

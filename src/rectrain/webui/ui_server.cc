@@ -3,7 +3,6 @@
 
 #include <signal.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <vector>
@@ -32,14 +31,14 @@ bool HasIndex(const fs::path& dir) {
 
 }  // namespace
 
-Result<std::string> FindUiAssets(std::string_view explicit_dir) {
+Result<std::string> FindUiAssets(std::string_view explicit_dir, std::string_view env_ui_dir) {
   if (!explicit_dir.empty()) {
     if (HasIndex(fs::path(explicit_dir))) return std::string(explicit_dir);
     return NotFoundError("UI directory " + std::string(explicit_dir) + " has no index.html");
   }
-  if (const char* env = std::getenv("RECTRAIN_UI_DIR"); env != nullptr && *env != '\0') {
-    if (HasIndex(env)) return std::string(env);
-    return NotFoundError("RECTRAIN_UI_DIR=" + std::string(env) + " has no index.html");
+  if (!env_ui_dir.empty()) {
+    if (HasIndex(fs::path(env_ui_dir))) return std::string(env_ui_dir);
+    return NotFoundError("RECTRAIN_UI_DIR=" + std::string(env_ui_dir) + " has no index.html");
   }
   std::vector<fs::path> candidates;
   std::error_code ec;
@@ -68,7 +67,7 @@ Status ServeUi(const UiOptions& options) {
     RECTRAIN_RETURN_IF_ERROR(ParseAlertmanagerUrl(options.alertmanager_url).status());
   }
   std::ostream& out = options.out != nullptr ? *options.out : std::cout;
-  RECTRAIN_ASSIGN_OR_RETURN(std::string static_dir, FindUiAssets(options.static_dir));
+  RECTRAIN_ASSIGN_OR_RETURN(std::string static_dir, FindUiAssets(options.static_dir, options.env_ui_dir));
   RECTRAIN_ASSIGN_OR_RETURN(auto store, track::TrackingStore::Open(options.store_path));
 
   http::ServerOptions so;
@@ -80,9 +79,6 @@ Status ServeUi(const UiOptions& options) {
   so.idle_timeout_ms = options.idle_timeout_ms;
   so.unprotected_risk = "read and delete runs";
   so.token = options.token;
-  if (so.token.empty()) {
-    if (const char* env = std::getenv("RECTRAIN_UI_TOKEN"); env != nullptr) so.token = env;
-  }
   bool generated = false;
   if (so.token.empty() && !http::IsLoopbackHost(so.host)) {
     RECTRAIN_ASSIGN_OR_RETURN(so.token, http::GenerateToken());

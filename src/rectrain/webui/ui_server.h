@@ -3,14 +3,18 @@
 // port, prints the URL and blocks until the caller's wait_for_stop returns (for `rectrain ui`:
 // SIGINT or SIGTERM), then stops cleanly.
 //
-// Security: binds 127.0.0.1 by default. A non-loopback host needs a token: UiOptions::token,
-// else $RECTRAIN_UI_TOKEN, else one is generated and printed with the URL. Log tails are served
-// only from files under the workspace (the store's directory unless artifact_root is set).
+// Security: binds 127.0.0.1 by default. A non-loopback host needs a token: UiOptions::token
+// (`rectrain ui`: --token, else $RECTRAIN_UI_TOKEN, read by the CLI), else one is generated and
+// printed with the URL. Log tails are served only from files under the workspace (the store's
+// directory unless artifact_root is set). The library reads no environment variable: the CLI
+// passes $RECTRAIN_UI_TOKEN and $RECTRAIN_UI_DIR in the options.
 //
 // Thread safety: ServeUi may run on any thread; it calls wait_for_stop on that thread.
 //
 // Example (the whole of `rectrain ui`):
 //   webui::UiOptions o;  o.store_path = workspace + "/rectrain.db";  o.port = flags.port;
+//   o.token = flags.token.empty() ? cli::EnvString("RECTRAIN_UI_TOKEN") : flags.token;
+//   o.env_ui_dir = cli::EnvString("RECTRAIN_UI_DIR");
 //   cli::EnableGracefulStop("");  o.wait_for_stop = cli::WaitForStopSignal;
 //   return webui::ServeUi(o);
 #pragma once
@@ -30,7 +34,10 @@ struct UiOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0 = any free port.
   std::string token;               // See the top comment.
-  std::string static_dir;          // "" = FindUiAssets("").
+  std::string static_dir;          // "" = FindUiAssets("", env_ui_dir).
+  // $RECTRAIN_UI_DIR as the caller read it ("" = unset): where the built UI is when static_dir
+  // is not given (see FindUiAssets).
+  std::string env_ui_dir;
   std::string artifact_root;       // "" = the directory of store_path.
   // Alertmanager base URL (http[s]://host:port[/prefix]): the run page shows the alerts whose
   // `run` label is the run's id (GET /api/runs/{id}/alerts); "" = none.
@@ -49,11 +56,12 @@ struct UiOptions {
 };
 
 // Locates the built UI (a directory holding index.html), in this order: `explicit_dir`;
-// $RECTRAIN_UI_DIR; <executable dir>/../share/rectrain/ui; <executable dir>/ui; the build
-// tree's copy (CMake target rectrain_ui_assets); the source tree's ui/dist. NotFound listing
-// the places tried and how to build it if none has index.html. An explicit_dir or
-// $RECTRAIN_UI_DIR without index.html is NotFound at once (no silent fallback).
-Result<std::string> FindUiAssets(std::string_view explicit_dir);
+// `env_ui_dir` (the value of $RECTRAIN_UI_DIR, named so in the error); <executable
+// dir>/../share/rectrain/ui; <executable dir>/ui; the build tree's copy (CMake target
+// rectrain_ui_assets); the source tree's ui/dist. NotFound listing the places tried and how to
+// build it if none has index.html. An explicit_dir or env_ui_dir without index.html is NotFound
+// at once (no silent fallback).
+Result<std::string> FindUiAssets(std::string_view explicit_dir, std::string_view env_ui_dir);
 
 // Serves until options.wait_for_stop returns. Errors: InvalidArgument without wait_for_stop;
 // those of TrackingStore::Open, FindUiAssets and Server::Start (InvalidArgument for a bad

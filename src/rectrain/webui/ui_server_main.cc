@@ -7,6 +7,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -49,6 +50,11 @@ int main(int argc, char** argv) {
     }
   }
   if (o.store_path.empty()) return usage();
+  // As `rectrain ui` does: the environment is read by the program, not by ServeUi.
+  if (o.token.empty()) {
+    if (const char* env = std::getenv("RECTRAIN_UI_TOKEN")) o.token = env;
+  }
+  if (const char* env = std::getenv("RECTRAIN_UI_DIR")) o.env_ui_dir = env;
   // SIGINT/SIGTERM are taken with sigwait (as `rectrain ui` does, docs/decisions/0006), blocked
   // before ServeUi starts the server's threads so that every thread inherits the mask.
   sigset_t stop_signals;

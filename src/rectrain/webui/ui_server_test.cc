@@ -425,5 +425,25 @@ TEST_F(UiApiTest, ServeUiErrors) {
   EXPECT_EQ(ServeUi(o), InvalidArgumentError("ServeUi needs a store_path"));
 }
 
+// $RECTRAIN_UI_DIR reaches the library as UiOptions::env_ui_dir (read by the CLI): after an
+// explicit directory, before the places searched, and an error naming the variable if it holds
+// no built UI.
+TEST_F(UiApiTest, UiDirFromTheEnvironmentIsAnOption) {
+  const std::string built = (dir_ / "static").string(), empty = (dir_ / "ws").string();
+  EXPECT_EQ(*FindUiAssets("", built), built);
+  EXPECT_EQ(*FindUiAssets(built, empty), built);  // --static-dir wins
+  EXPECT_EQ(FindUiAssets("", empty).status(), NotFoundError("RECTRAIN_UI_DIR=" + empty + " has no index.html"));
+  UiOptions o;
+  o.store_path = (dir_ / "ws" / "rectrain.db").string();
+  o.wait_for_stop = [] { return 0; };
+  o.env_ui_dir = empty;
+  EXPECT_EQ(ServeUi(o), NotFoundError("RECTRAIN_UI_DIR=" + empty + " has no index.html"));
+  o.env_ui_dir = built;
+  o.port = 0;
+  std::ostringstream printed;
+  o.out = &printed;
+  EXPECT_EQ(ServeUi(o).code(), StatusCode::kOk) << printed.str();
+}
+
 }  // namespace
 }  // namespace rectrain::webui
