@@ -43,7 +43,7 @@ std::string DeltaManifestToJson(const DeltaManifest& m) {
     tables.push_back({{"name", t.name}, {"dim", t.dim}, {"row_type", RowTypeName(t.type)}, {"changed_rows", t.changed},
                       {"removed_ids", t.removed}, {"rows", t.rows}, {"file", internal::FileJson(t.file)}});
   }
-  const json j = {{"format", kDeltaFormat},
+  json j = {{"format", kDeltaFormat},
                   {"format_version", m.format_version},
                   {"version", m.version},
                   {"base", {{"version", m.base_version}, {"manifest_xxh64", internal::Hex(m.base_manifest_xxh64)}}},
@@ -52,6 +52,7 @@ std::string DeltaManifestToJson(const DeltaManifest& m) {
                   {"source_run", m.source_run},
                   {"dense", internal::FileJson(m.dense)},
                   {"tables", tables}};
+  internal::PutEvents(m.events, &j);
   return j.dump(2) + "\n";
 }
 
@@ -94,6 +95,7 @@ Result<DeltaManifest> DeltaManifestFromJson(std::string_view text, const std::st
       }
       m.tables.push_back(std::move(e));
     }
+    m.events = internal::EventsFromJson(j);
   } catch (const std::exception& e) {
     return DataLossError(source + " is not a valid delta manifest: " + e.what());
   }

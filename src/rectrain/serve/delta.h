@@ -54,6 +54,7 @@ struct DeltaManifest {
   std::string source_run;
   PackageFile dense;
   std::vector<DeltaTableEntry> tables;  // model order, as the base's
+  TrainedEvents events;                 // of a version published by an online trainer
 };
 
 std::string DeltaManifestToJson(const DeltaManifest& m);

@@ -104,6 +104,26 @@ TEST(DeltaFormat, ManifestMatchesTheGoldenTextAndRoundTrips) {
   EXPECT_EQ(DeltaManifestFromJson("{\"format\": \"rectrain-serving-model\"}", "m.json").status().code(), StatusCode::kDataLoss);
 }
 
+// A version published by an online trainer says what it was trained on (the optional "events").
+TEST(DeltaFormat, EventsMatchTheGoldenTextAndRoundTripInBothManifests) {
+  DeltaManifest m = GoldenManifest();
+  m.events = {.newest_ms = 1796436000123, .stream_position = R"({"partitions":{"events":"1796436000123-4"},"source":"redis","topic":"events"})"};
+  const std::string json = DeltaManifestToJson(m);
+  CheckGolden("delta_manifest_v1_events.json", json);
+  auto back = DeltaManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->events.newest_ms, 1796436000123);
+  EXPECT_EQ(DeltaManifestToJson(*back), json);
+  EXPECT_TRUE(DeltaManifestFromJson(DeltaManifestToJson(GoldenManifest()), "m.json")->events.empty());
+  Manifest full;
+  full.events = m.events;
+  auto full_back = ManifestFromJson(ManifestToJson(full), "manifest.json");
+  ASSERT_TRUE(full_back.ok()) << full_back.status();
+  EXPECT_EQ(full_back->events.newest_ms, m.events.newest_ms);
+  EXPECT_EQ(ManifestToJson(*full_back), ManifestToJson(full));
+  EXPECT_EQ(ManifestToJson(Manifest{}).find("events"), std::string::npos);
+}
+
 TEST(DeltaFormat, BadTableFilesAreDataLoss) {
   const fs::path dir = TestDir();
   const DeltaTableEntry e = GoldenManifest().tables[0];

@@ -148,6 +148,7 @@ std::string ManifestToJson(const Manifest& m) {
             {"config", FileJson(m.config)},
             {"dense", FileJson(m.dense)},
             {"tables", tables}};
+  internal::PutEvents(m.events, &j);
   return j.dump(2) + "\n";
 }
 
@@ -193,6 +194,7 @@ Result<Manifest> ManifestFromJson(std::string_view text, const std::string& sour
       pt.file = FileFromJson(t.at("file"));
       m.tables.push_back(std::move(pt));
     }
+    m.events = internal::EventsFromJson(j);
   } catch (const std::exception& e) {
     return DataLossError(source + " is not a valid manifest: " + e.what());
   }

@@ -56,6 +56,15 @@ struct PackageTable {
   PackageFile file;
 };
 
+// What an online trainer had trained on when it published a version (optional "events" of both
+// manifests; docs/formats/serving-delta.md): the freshness of a served version is its apply time
+// minus newest_ms. Zero / empty for a model exported from a finished run.
+struct TrainedEvents {
+  int64_t newest_ms = 0;        // event time of the newest stream message trained into it (ms since the epoch)
+  std::string stream_position;  // JSON (stream::StreamPosition) of the stream after that message; "" if none
+  bool empty() const { return newest_ms == 0 && stream_position.empty(); }
+};
+
 struct Manifest {
   int format_version = kPackageFormatVersion;
   int64_t version = 1;            // the model version (a versions directory serves the highest)
@@ -71,6 +80,7 @@ struct Manifest {
   double negative_downsampling = 1.0;                  // logits are calibrated by it
   PackageFile config, dense;
   std::vector<PackageTable> tables;
+  TrainedEvents events;  // of a version published by an online trainer
 };
 
 std::string ManifestToJson(const Manifest& m);

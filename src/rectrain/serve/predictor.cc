@@ -167,6 +167,7 @@ Result<std::unique_ptr<Predictor>> Predictor::ApplyDelta(const std::string& dir)
   m.created = dm.created;
   m.trained_steps = dm.trained_steps;
   m.source_run = dm.source_run;
+  m.events = dm.events;
   RECTRAIN_RETURN_IF_ERROR(p->BuildModel(impl_->config_yaml, options));
   for (size_t t = 0; t < dm.tables.size(); ++t) {
     const DeltaTableEntry& e = dm.tables[t];

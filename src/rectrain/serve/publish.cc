@@ -155,6 +155,7 @@ Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& bas
   m.created = UtcNow();
   m.trained_steps = source.description.trained_steps;
   m.source_run = source.description.source_run;
+  m.events = source.description.events;
   const fs::path out = fs::path(out_dir).lexically_normal();
   std::vector<std::string> removed_stale;
   RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, BeginExportDir(out, &removed_stale));
@@ -221,7 +222,10 @@ Result<PublishReport> Publisher::Publish(const ModelSource& source) {
   if (!versions.empty()) newest_ = std::max(newest_, versions.front().first);
   const int64_t version = newest_ + 1;
   const std::string out = (fs::path(options_.versions_dir) / std::to_string(version)).string();
-  const bool full = !view_ || view_version_ != newest_ || std::exchange(options_.full_first, false) ||
+  // A view whose version left the directory (removed, the directory recreated) is no base a
+  // server can find: publish a full export.
+  const bool view_listed = std::any_of(versions.begin(), versions.end(), [&](const auto& v) { return v.first == view_version_; });
+  const bool full = !view_ || !view_listed || view_version_ != newest_ || std::exchange(options_.full_first, false) ||
                     (options_.full_every > 0 && deltas_since_full_ >= options_.full_every);
   PublishReport report;
   if (full) {

@@ -275,6 +275,21 @@ struct Metrics {
   prometheus::Counter* reload_failed = nullptr;
 
   prometheus::Counter* requests_ok = nullptr;  // code 200, looked up once: the hot path
+  // Freshness of versions published by an online trainer (manifest "events"): at the swap, the
+  // first moment a response reflects the version, now minus the newest event trained into it.
+  prometheus::Gauge* freshness = nullptr;
+  prometheus::Histogram* freshness_hist = nullptr;
+  prometheus::Gauge* event_time = nullptr;
+
+  void Applied(const TrainedEvents& e) {
+    if (registry == nullptr || e.newest_ms <= 0) return;
+    const double now_ms = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const double seconds = (now_ms - static_cast<double>(e.newest_ms)) / 1000.0;
+    freshness->Set(seconds);
+    freshness_hist->Observe(seconds);
+    event_time->Set(static_cast<double>(e.newest_ms) / 1000.0);
+  }
 
   void Request(int code) {
     if (registry == nullptr) return;
@@ -425,6 +440,7 @@ struct ModelService::Impl {
     }
     if (metrics.reload_ok) metrics.reload_ok->Increment();
     if (metrics.version) metrics.version->Set(static_cast<double>(loaded->version));
+    metrics.Applied(loaded->predictor->manifest().events);
     if (metrics.ready) metrics.ready->Set(1);
     log() << "rectrain serve: serving version " << loaded->version << " from " << dir << " (" << how << " in "
           << static_cast<int64_t>(sw.Seconds() * 1000) << " ms)\n";
@@ -577,6 +593,13 @@ Result<std::unique_ptr<ModelService>> ModelService::Start(const ServiceOptions& 
                               registry->GetCounter("rectrain_serve_reloads_total", "Model loads by result.", {{"result", "failed"}}));
     RECTRAIN_ASSIGN_OR_RETURN(m.requests_ok, registry->GetCounter("rectrain_serve_requests_total",
                                                                   "Prediction requests by HTTP status.", {{"code", "200"}}));
+    RECTRAIN_ASSIGN_OR_RETURN(m.freshness, registry->GetGauge("rectrain_serve_freshness_seconds",
+        "When the served version was applied: that time minus the event time of the newest stream message trained into it."));
+    RECTRAIN_ASSIGN_OR_RETURN(m.freshness_hist, registry->GetHistogram("rectrain_serve_apply_freshness_seconds",
+        "rectrain_serve_freshness_seconds of every version applied (published by an online trainer).",
+        prometheus::ExponentialBuckets(0.25, 2, 14)));
+    RECTRAIN_ASSIGN_OR_RETURN(m.event_time, registry->GetGauge("rectrain_serve_model_event_timestamp_seconds",
+        "Event time (Unix seconds) of the newest stream message trained into the served version (0: not published by an online trainer)."));
   }
   bool reloaded = false;
   if (!impl->versions_dir) {

@@ -32,4 +32,23 @@ inline PackageFile FileFromJson(const nlohmann::json& j) {
   return f;
 }
 
+// "events" ({"newest_ms", "stream_position"}) into `j` when `e` is not empty: manifests without
+// events read and write as before.
+inline void PutEvents(const TrainedEvents& e, nlohmann::json* j) {
+  if (e.empty()) return;
+  nlohmann::json position = nullptr;
+  if (!e.stream_position.empty()) position = nlohmann::json::parse(e.stream_position, nullptr, /*allow_exceptions=*/false);
+  (*j)["events"] = {{"newest_ms", e.newest_ms}, {"stream_position", position}};
+}
+
+// Throws nlohmann::json exceptions on a malformed "events".
+inline TrainedEvents EventsFromJson(const nlohmann::json& j) {
+  TrainedEvents e;
+  if (!j.contains("events")) return e;
+  const nlohmann::json& ev = j.at("events");
+  e.newest_ms = ev.at("newest_ms").get<int64_t>();
+  if (ev.contains("stream_position") && !ev.at("stream_position").is_null()) e.stream_position = ev.at("stream_position").dump();
+  return e;
+}
+
 }  // namespace rectrain::serve::internal
