@@ -3,7 +3,8 @@
 # on 2 ranks gives the same model (dist.data_split batches via deterministic: true); SIGTERM to
 # the launch line (deploy/mpi/rectrain-mpirun) checkpoints and exits 143, also with a model of
 # tens of MB, and the run resumes on 3 ranks to the uninterrupted model; a rank killed with
-# SIGKILL at a random step ends the job (no hang) and --resume continues.
+# SIGKILL at a random step ends the job (no hang) and --resume continues. train.publish is refused
+# on 2 ranks with a clear error.
 # Usage: mpi_train_test.sh RECTRAIN MPIEXEC [MPIEXEC FLAGS...]
 set -eu
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -53,6 +54,11 @@ $MPIEXEC $FLAGS -np 2 "$B" train cfg.yaml --run-dir two30 --quiet --set train.ma
 close "$(field two30 "s['valid']['logloss']")" "$(field one30 "s['valid']['logloss']")" 0.000002 ||
   fail "after 30 steps the logloss of 2 ranks differs from 1 process"
 echo "ok: 1 process and 2 ranks: auc $(field one "s['valid']['auc']") vs $(field two "s['valid']['auc']")"
+# train.publish needs one process (each rank holds only its rows): the job stops at setup, saying so.
+$MPIEXEC $FLAGS -np 2 "$B" train cfg.yaml --run-dir pub2 --quiet --set train.publish.to=models >pub2.txt 2>&1 &&
+  fail "a 2-rank job with train.publish started"
+grep -q "train.publish needs a single process; this job has 2 ranks" pub2.txt || { cat pub2.txt; fail "no clear train.publish error"; }
+[ ! -d models ] || fail "the refused job published"
 
 # SIGTERM to the launch line. mpirun would kill the ranks a second after a SIGTERM of its own;
 # rectrain-mpirun relays it to every rank (as SIGUSR1): checkpoint, exit 143, resume on 3 ranks.

@@ -35,20 +35,11 @@ namespace rectrain {
 namespace {
 namespace fs = std::filesystem;
 using testing::ReadAll;
+using testing::WaitFor;
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kRows = 6000;
 
-// Waits for `pid` up to `timeout`; its exit code, 128 + signal, or -1 if still running.
-int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (Clock::now() > deadline) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
 
 // A broker of either kind: redis-server (durable: it survives kill -9) or the Kafka mock process.
 class Broker {

@@ -1,6 +1,6 @@
 // tests/process_util.h: the end-to-end tests' child processes (rectrain, prometheus,
 // alertmanager) and their ports: a free loopback port, a spawned process with its output in a
-// log file, SIGTERM and reap, and the text substitution that points a shipped config at them.
+// log file, a wait with a deadline, SIGTERM and reap, and the text substitution that points a shipped config at them.
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace rectrain::testing {
@@ -53,6 +55,18 @@ inline pid_t Spawn(const std::vector<std::string>& argv_in, const std::string& l
     _exit(127);
   }
   return pid;
+}
+
+// Waits for `pid` up to `timeout`: its exit code, 128 + the signal that ended it, or -1 while it
+// still runs (polled every 20 ms).
+inline int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // SIGTERM and wait (a pid <= 0 is ignored).

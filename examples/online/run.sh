@@ -1,7 +1,8 @@
 #!/bin/sh
 # Online training end to end on one machine (docs/online.md): a private redis-server, a file
 # replayed into it at a steady rate by `rectrain data produce`, and `rectrain train` learning
-# from the stream with progressive validation until --until; then a resume from the checkpoint.
+# from the stream with progressive validation until --until, publishing to $WORK/models every 2 s;
+# then a resume from the checkpoint.
 # Usage: examples/online/run.sh [RECTRAIN_BINARY] [ROWS] [RATE] [SECONDS] [WORK_DIR]
 set -eu
 bin=${1:-build/release/rectrain}
@@ -27,8 +28,8 @@ done
 producer=$!
 export RECTRAIN_TRACKING_STORE="$work/tracking.db"
 "$bin" train "$src/examples/online/deepfm_stream.yaml" --run-dir "$work/run" --no-progress \
-  --set data.stream.url="$url" --set data.stream.start=earliest --until "${secs}s"
+  --set data.stream.url="$url" --set data.stream.start=earliest --set train.publish.to="$work/models" --until "${secs}s"
 echo "--- resuming from the checkpoint's stream position for another ${secs}s"
 "$bin" train --resume "$work/run" --no-progress --until "${secs}s"
 grep -E "online auc" "$work/run/train.log" | tail -n 3
-echo "run directory: $work/run (train.log, summary.json: \"online\")"
+echo "run directory: $work/run (train.log, summary.json: \"online\"); published versions: $(ls "$work/models" | grep -c '^[0-9]*$') in $work/models (rectrain serve $work/models)"

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -62,6 +63,10 @@ inline KeyContext ContextOf(const std::string& key) {
   // end with the clear "cannot reach" error instead of training from a stream nobody feeds.
   if (key.rfind("data.stream.", 0) == 0 || key == "train.online_window") {
     return KeyContext{{"data.stream.url=redis://127.0.0.1:1/edges"}};
+  }
+  // train.publish's keys need the section; the runs publish into a scratch directory.
+  if (key.rfind("train.publish.", 0) == 0) {
+    return KeyContext{{"train.publish.to=" + (std::filesystem::temp_directory_path() / "rectrain_edges_models").string()}};
   }
   auto it = kContexts.find(key);
   return it == kContexts.end() ? KeyContext{} : it->second;

@@ -421,14 +421,17 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
   BindChecks(b, c);
   BindDist(b, c);
   BindStreamSection(b, &c);
+  BindPublishSection(b, &c);
   CheckCrossKeys(b, c);
   return c;
 }
 
 std::vector<KeySpec> TrainConfigSchema() {
-  // data.stream's keys are bound only when the section is there (stream_section.cc): the schema
-  // is read from a config that has one, so it lists them too.
-  auto binder = ConfigBinder::FromYamlString("data: {stream: {url: 'redis://127.0.0.1:1/schema'}}", "schema");
+  // data.stream's and train.publish's keys are bound only when their section is there
+  // (stream_section.cc, publish_section.cc): the schema is read from a config that has both, so
+  // it lists them too.
+  auto binder = ConfigBinder::FromYamlString(
+      "data: {stream: {url: 'redis://127.0.0.1:1/schema'}}\ntrain: {publish: {to: models}}", "schema");
   BindTrainConfig(*binder);
   return binder->keys();
 }

@@ -39,6 +39,15 @@ struct EarlyStoppingConfig {
   double min_delta = 0.0;      // an improvement must exceed this
 };
 
+// train.publish: the trainer publishes its in-memory model every every_s seconds of wall time
+// into a versions directory that `rectrain serve` watches (serve/publish.h, docs/online.md
+// "Publishing to serving"): serving deltas, a full export every full_every deltas.
+struct PublishSettings {
+  std::string to;            // a local (or shared) directory
+  double every_s = 5;
+  int64_t full_every = 10;   // 0: only the first publish is a full export
+};
+
 struct TrainerSettings {
   int64_t epochs = 1;
   int64_t max_steps = 0;               // 0 = no limit (epochs decide)
@@ -60,6 +69,7 @@ struct TrainerSettings {
   double checkpoint_every_s = 0;
   // data.stream: the progressive-validation window (the last this many scored rows).
   int64_t online_window = 100000;
+  std::optional<PublishSettings> publish;  // train.publish; absent: the trainer does not publish
 };
 
 struct EvalSettings {
@@ -156,6 +166,10 @@ struct TrainConfig {
 // Binds data.stream.* (when the section is present) and train.max_rows / checkpoint_every_s
 // into *config (config/stream_section.cc); BindTrainConfig calls it.
 void BindStreamSection(ConfigBinder& binder, TrainConfig* config);
+
+// Binds train.publish.* (when the section is present, so that a config without it resolves as
+// before) into *config (config/publish_section.cc); BindTrainConfig calls it.
+void BindPublishSection(ConfigBinder& binder, TrainConfig* config);
 
 // Binds every key of the schema from `binder`, recording type/range/consistency errors in
 // it; the caller then calls binder.Finish() (which also reports unknown keys).

@@ -389,4 +389,41 @@ TEST(TrainConfig, StreamSectionErrors) {
   EXPECT_NE(window.status().message().find("applies to online runs only"), std::string::npos) << window.status();
 }
 
+TEST(TrainConfig, PublishSection) {
+  auto c = Load("data: {train: a.tsv}\ntrain:\n  publish: {to: models, every_s: 2, full_every: 0}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->config.train.publish.has_value());
+  EXPECT_EQ(c->config.train.publish->to, "models");
+  EXPECT_EQ(c->config.train.publish->every_s, 2);
+  EXPECT_EQ(c->config.train.publish->full_every, 0);
+  auto defaults = Load("data: {train: a.tsv}\ntrain: {publish: {to: models}}\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->config.train.publish->every_s, 5);
+  EXPECT_EQ(defaults->config.train.publish->full_every, 10);
+  // Without the section: no publishing, and the resolved config (its hash) as before.
+  auto plain = Load("data: {train: a.tsv}\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->config.train.publish.has_value());
+  EXPECT_EQ(plain->resolved_yaml.find("publish"), std::string::npos);
+}
+
+TEST(TrainConfig, PublishSectionErrors) {
+  auto no_dir = Load("data: {train: a.tsv}\ntrain: {publish: {every_s: 2}}\n");
+  ASSERT_FALSE(no_dir.ok());
+  EXPECT_NE(no_dir.status().message().find("train.publish.to: is required"), std::string::npos) << no_dir.status();
+  auto s3 = Load("data: {train: a.tsv}\ntrain: {publish: {to: 's3://bucket/models'}}\n");
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(s3.status().message().find("train.publish.to: 's3://bucket/models' is not a local directory"), std::string::npos)
+      << s3.status();
+  auto zero = Load("data: {train: a.tsv}\ntrain: {publish: {to: m, every_s: 0}}\n");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("train.publish.every_s"), std::string::npos) << zero.status();
+  auto async = Load("data: {train: a.tsv}\ndist: {mode: async}\ntrain: {publish: {to: m}}\n");
+  ASSERT_FALSE(async.ok());
+  EXPECT_NE(async.status().message().find("train.publish: needs dist.mode sync"), std::string::npos) << async.status();
+  auto unknown = Load("data: {train: a.tsv}\ntrain: {publish: {to: m, every: 2}}\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("train.publish.every"), std::string::npos) << unknown.status();
+}
+
 }  // namespace rectrain::config

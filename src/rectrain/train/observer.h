@@ -79,6 +79,18 @@ struct OnlineFigures {
   int64_t commit_failures = 0;
 };
 
+// train.publish (docs/online.md "Publishing to serving"): the trainer's publishes so far.
+struct PublishFigures {
+  bool enabled = false;
+  int64_t publishes = 0;            // versions written by this session
+  int64_t failures = 0;             // publishes that failed (each retried at the next interval)
+  int64_t version = 0;              // the last version written (0: none yet)
+  double last_seconds = kNaN;       // how long the last successful publish took
+  double last_unix_seconds = 0;     // when it completed (0: none yet)
+  int64_t newest_event_ms = 0;      // event time of the newest message trained into it (0: none)
+  double every_s = 0;               // train.publish.every_s
+};
+
 // A snapshot of the training loop, taken after a step.
 struct ProgressInfo {
   int64_t step = 0;                  // global steps completed
@@ -96,6 +108,7 @@ struct ProgressInfo {
   std::vector<RankFigures> ranks;    // a job: every rank's figures as of the last log line
   bool log_line = false;             // true at train.log_every_steps (a log line was written)
   OnlineFigures online;              // enabled in an online run
+  PublishFigures publish;            // enabled with train.publish
 };
 
 class TrainObserver {

@@ -351,6 +351,7 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
   }
   if (options_.registry != nullptr) ExportRanks(p.ranks);
   if (options_.registry != nullptr && p.online.enabled) ExportOnline(p.online);
+  if (options_.registry != nullptr && p.publish.enabled) ExportPublish(p.publish);
   if (options_.store == nullptr || !p.log_line) return;
   if (p.online.enabled) {
     const OnlineFigures& f = p.online;
@@ -445,6 +446,28 @@ void RunRecorder::ExportOnline(const OnlineFigures& f) {
   total(o.errors, f.source_errors);
   total(o.commits, f.commits);
   total(o.commit_failures, f.commit_failures);
+}
+
+void RunRecorder::ExportPublish(const PublishFigures& f) {
+  const prometheus::Labels l{{"run", run_label_}};
+  PublishSeries& o = publish_;
+  if (o.publishes == nullptr) {
+    o.publishes = CounterOrNull("rectrain_publishes_total", "Model versions published to serving (train.publish).", l);
+    o.failures = CounterOrNull("rectrain_publish_failures_total", "Publishes that failed (each retried at the next interval).", l);
+    o.duration = GaugeOrNull("rectrain_publish_duration_seconds", "How long the last successful publish took.", l);
+    o.version = GaugeOrNull("rectrain_published_version", "The last version published (0: none yet).", l);
+    o.last_time = GaugeOrNull("rectrain_last_publish_timestamp_seconds", "When the last successful publish completed (Unix seconds; 0: none yet).", l);
+    o.event_time = GaugeOrNull("rectrain_published_event_timestamp_seconds",
+                               "Event time (Unix seconds) of the newest stream message trained into the last published version.", l);
+    o.interval = GaugeOrNull("rectrain_publish_interval_seconds", "train.publish.every_s: the seconds between publishes.", l);
+  }
+  if (o.interval) o.interval->Set(f.every_s);
+  if (o.publishes) o.publishes->SetTotal(static_cast<double>(f.publishes));
+  if (o.failures) o.failures->SetTotal(static_cast<double>(f.failures));
+  if (o.duration) o.duration->Set(f.last_seconds);
+  if (o.version) o.version->Set(static_cast<double>(f.version));
+  if (o.last_time) o.last_time->Set(f.last_unix_seconds);
+  if (o.event_time) o.event_time->Set(static_cast<double>(f.newest_event_ms) / 1000.0);
 }
 
 void RunRecorder::ExportRanks(const std::vector<RankFigures>& ranks) {

@@ -165,6 +165,17 @@ class RunRecorder : public TrainObserver {
     prometheus::Counter* commit_failures = nullptr;
   } online_;
   void ExportOnline(const OnlineFigures& online);
+  // train.publish's series (rectrain_publish_*), registered on first use.
+  struct PublishSeries {
+    prometheus::Counter* publishes = nullptr;
+    prometheus::Counter* failures = nullptr;
+    prometheus::Gauge* duration = nullptr;
+    prometheus::Gauge* version = nullptr;
+    prometheus::Gauge* last_time = nullptr;
+    prometheus::Gauge* event_time = nullptr;
+    prometheus::Gauge* interval = nullptr;
+  } publish_;
+  void ExportPublish(const PublishFigures& publish);
   // The series of the registry, or null when the name clashes (that series is then not exported).
   prometheus::Gauge* GaugeOrNull(const char* name, const char* help, const prometheus::Labels& labels);
   prometheus::Counter* CounterOrNull(const char* name, const char* help, const prometheus::Labels& labels);

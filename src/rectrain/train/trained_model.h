@@ -31,6 +31,15 @@ struct TrainedModel {
   std::vector<std::unique_ptr<embedding::EmbeddingTable>> tables;  // model order
 };
 
+// What parsing a row as the run's training reader did needs, for serving: the layout of
+// data.train's files (header, frozen feature statistics; from the stats cache when training left
+// them there) or, for an online run without files, the config's (train/internal/online.h).
+struct RunLayout {
+  data::RowLayout layout;
+  std::vector<std::string> dense_names, sparse_names;
+};
+Result<RunLayout> ReadRunLayout(const config::TrainConfig& c);
+
 // Loads RUN_DIR/model (the final model) with RUN_DIR/config.yaml. data.train must be readable:
 // its first file gives the columns and its rows the feature statistics (from the stats cache
 // when training left them there); an online run without data.train takes them from the config. Errors: NotFound (no trained model, naming the command to run),

@@ -19,6 +19,7 @@
 #include "rectrain/train/internal/early_stopping.h"
 #include "rectrain/train/internal/job_figures.h"
 #include "rectrain/train/internal/online.h"
+#include "rectrain/train/internal/publishing.h"
 #include "rectrain/train/internal/progress.h"
 #include "rectrain/train/internal/remote_checkpoints.h"
 #include "rectrain/train/internal/run_files.h"
@@ -69,6 +70,10 @@ class TrainLoop {
   // after a step; and the run's status from the reason the stream ended.
   Status ClockDecisions(bool* done);
   void OnlineEnded();
+  // train.publish: the publisher (a single process; null without train.publish) and one publish
+  // of the model as it is now.
+  Status OpenPublisher();
+  void PublishNow();
   Status RunEval(const char* why);
   bool EarlyStop();
   Status Checkpoint();
@@ -121,6 +126,8 @@ class TrainLoop {
   std::unique_ptr<LockstepPass> pass_;
   internal::OnlineStream* online_ = nullptr;  // data.stream: data_.source
   Stopwatch since_checkpoint_;                // train.checkpoint_every_s
+  std::unique_ptr<internal::RunPublisher> publisher_;  // train.publish
+  Stopwatch since_publish_;                   // train.publish.every_s
   optim::LrScheduleConfig sparse_schedule_;
   CheckpointMeta meta_;
   TrainSummary summary_;
@@ -194,7 +201,36 @@ Status TrainLoop::SetupLocal() {
   progress_ = std::make_unique<internal::Progress>(internal::SteadyClock(), model_->classes, c_.train.epochs,
                                                    c_.train.max_steps);
   progress_->set_rows_per_epoch(data_.rows_per_epoch);
+  return OpenPublisher();
+}
+
+Status TrainLoop::OpenPublisher() {
+  if (!c_.train.publish) return OkStatus();
+  if (job_.distributed()) {
+    // Every rank holds only the rows it owns; publishing would first gather them on one rank.
+    return FailedPreconditionError("train.publish needs a single process; this job has " + std::to_string(job_.world()) +
+                                   " ranks, each holding its own rows (publish the job's final model with rectrain "
+                                   "publish RUN_DIR --to " + c_.train.publish->to + ")");
+  }
+  RECTRAIN_ASSIGN_OR_RETURN(publisher_, internal::RunPublisher::Open(lc_, model_->bundle, opt_.run_dir,
+                                                                     [this](const std::string& line) { Log(line); }));
+  Log("publish: the model goes to " + c_.train.publish->to + " every " + Fixed(c_.train.publish->every_s, 1) +
+      " s (a full export every " + std::to_string(c_.train.publish->full_every) + " deltas) and at the end");
+  since_publish_.Reset();
   return OkStatus();
+}
+
+// Publishing reads the model (no state of the run changes), so a run publishes the same model
+// as one that does not.
+void TrainLoop::PublishNow() {
+  serve::TrainedEvents events;
+  if (online_) {
+    events.newest_ms = online_->newest_event_ms();
+    events.stream_position = online_->LocalPosition();
+  }
+  publisher_->Publish(model_->bundle, meta_.step, events);
+  // The interval runs from the end of a publish: a slow publish cannot leave no time to train.
+  since_publish_.Reset();
 }
 
 Status TrainLoop::SetupTogether() {
@@ -361,19 +397,21 @@ Status TrainLoop::EndEpoch(bool* done) {
 
 Status TrainLoop::ClockDecisions(bool* done) {
   const bool has_until = opt_.until != std::chrono::system_clock::time_point{};
-  if (c_.train.checkpoint_every_s <= 0 && !has_until) return OkStatus();
+  if (c_.train.checkpoint_every_s <= 0 && !has_until && !publisher_) return OkStatus();
   // Wall-clock decisions differ between ranks by a little: the job takes them together.
   std::vector<int64_t> now = {has_until && std::chrono::system_clock::now() >= opt_.until,
-                              c_.train.checkpoint_every_s > 0 && since_checkpoint_.Seconds() >= c_.train.checkpoint_every_s};
+                              c_.train.checkpoint_every_s > 0 && since_checkpoint_.Seconds() >= c_.train.checkpoint_every_s,
+                              publisher_ && since_publish_.Seconds() >= c_.train.publish->every_s};
   if (job_.lockstep()) {
     RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(now), dist::ReduceOp::kMax));
   }
   if (now[0] != 0) {
     Log("reached --until");
-    *done = true;
-  } else if (now[1] != 0) {
-    RECTRAIN_RETURN_IF_ERROR(Checkpoint());
+    *done = true;  // Finish checkpoints and publishes
+    return OkStatus();
   }
+  if (now[1] != 0) RECTRAIN_RETURN_IF_ERROR(Checkpoint());
+  if (now[2] != 0) PublishNow();
   return OkStatus();
 }
 
@@ -448,6 +486,7 @@ void TrainLoop::Report(bool log_line) {
   in.ranks = figures_.ranks;
   ProgressInfo p = progress_->Report(std::move(in), log_line, compute_);
   if (online_) p.online = online_->Figures(compute_);
+  if (publisher_) p.publish = publisher_->figures();
   opt_.observer->OnProgress(p);
 }
 
@@ -525,6 +564,7 @@ Status TrainLoop::Finish() {
     return OkStatus();
   }
   RECTRAIN_RETURN_IF_ERROR(Checkpoint());
+  if (publisher_) PublishNow();  // the final state, also of a run stopped by a signal
   if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();
   const std::string model_dir = opt_.run_dir + "/model";
   Phase("the publication of the model at step " + std::to_string(meta_.step));

@@ -82,6 +82,10 @@ class OnlineStream final : public TrainSource {
   // The figures for reports (lag, event time, bad messages, window AUC/logloss).
   OnlineFigures Figures(const ComputeContext& compute);
   std::string Describe() const { return reader_->Describe(); }
+  // What the model has trained on so far (for the manifest of a published version): the event
+  // time of the newest message (ms since the epoch; 0: none yet) and this rank's position.
+  int64_t newest_event_ms() const { return reader_->newest_event_ms(); }
+  std::string LocalPosition() const { return reader_->position().ToJson(); }
 
  private:
   // The job's position (every rank's partitions) as JSON; every rank of a job calls it together.
