@@ -20,6 +20,7 @@
 #include "rectrain/config/train_config.h"
 #include "rectrain/dist/inproc.h"
 #include "rectrain/train/trainer.h"
+#include "rectrain/testing/table_file.h"
 #include "tests/test_util.h"
 
 namespace rectrain {

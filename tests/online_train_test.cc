@@ -22,6 +22,7 @@
 #include "rectrain/stream/internal/redis_client.h"
 #include "rectrain/stream/testing/servers.h"
 #include "tests/process_util.h"
+#include "rectrain/testing/table_file.h"
 #include "tests/test_util.h"
 
 #ifndef RECTRAIN_BINARY

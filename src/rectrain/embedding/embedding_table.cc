@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -43,6 +44,9 @@ constexpr char kEndMagic[8] = {'R', 'T', 'E', 'M', 'B', 'E', 'N', 'D'};
 constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kOldestFormatVersion = 1;
 constexpr uint32_t kMaxOptimizerName = 64;
+// Delta files (docs/formats/checkpoint-embedding-delta.md): the changes since a checkpoint.
+constexpr char kDeltaMagic[8] = {'R', 'T', 'E', 'M', 'B', 'D', 'L', '1'};
+constexpr uint32_t kDeltaFormatVersion = 1;
 // Expiry sweeps per ttl_steps: more sweeps cost more scans, fewer let entries outlive the ttl longer.
 constexpr uint32_t kSweepsPerTtl = 8;
 
@@ -92,6 +96,10 @@ struct Shard {
   FlatMap<PendingId> pending;  // not-yet-admitted id -> sightings
   RowSlab slab;
   std::vector<uint64_t> removed;  // ids whose rows were removed, while TrackRemovedIds(true)
+  // While TrackChanges(true), since the last checkpoint: ids whose rows changed (first touch
+  // only; an id re-admitted after a removal twice) and ids whose rows were removed.
+  std::vector<uint64_t> changed;
+  std::vector<uint64_t> dropped;
 
   // Per-call state (reset at the start of each call that uses it).
   std::vector<float> oov_grad;
@@ -116,15 +124,29 @@ std::string Str(T v) {
   return os.str();
 }
 
+// The header and OOV row of a full table file or (delta) a delta file.
 struct CheckpointHeader {
+  bool delta = false;
+  uint32_t version = 0;
   uint32_t dim = 0;
   uint32_t state_width = 0;
   uint64_t row_count = 0;
   uint64_t pending_count = 0;
+  uint64_t removed_count = 0;  // delta
   uint32_t tick = 0;
+  uint32_t base_tick = 0;  // delta: the clock of the checkpoint it follows (full: reserved, 0)
   int64_t admissions = 0, evictions = 0, lookups = 0, oov_lookups = 0;
-  int64_t expirations = 0, pending_expirations = 0;  // version 2
+  int64_t expirations = 0, pending_expirations = 0;  // full version 2
   std::string optimizer;
+  uint32_t oov_updates = 0;
+  std::vector<float> oov;  // weights | state
+};
+
+// A row record's fields before its values.
+struct FileRow {
+  uint64_t id = 0;
+  uint32_t updates = 0;
+  uint32_t tick = 0;
 };
 
 class ShardedEmbeddingTable final : public EmbeddingTable {
@@ -270,6 +292,24 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     return ids;
   }
 
+  void TrackChanges(bool on) override {
+    track_changes_ = on;
+    for (auto& sh : shards_) {
+      std::vector<uint64_t>().swap(sh->changed);
+      std::vector<uint64_t>().swap(sh->dropped);
+    }
+    mark_ = tick_;
+  }
+  void MarkSaved() override {
+    for (auto& sh : shards_) {
+      sh->changed.clear();
+      sh->dropped.clear();
+    }
+    mark_ = tick_;
+  }
+  Status SaveChanges(const std::string& path) const override;
+  Status LoadChanges(const std::string& path, const LoadOptions& options) override;
+
   Status Save(const std::string& path) const override;
   using EmbeddingTable::Load;
   Status Load(const std::string& path, const LoadOptions& options) override;
@@ -354,6 +394,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       rows_scratch_[j] = row;
     }
     sh.untick_begin = sh.untick_end = 0;
+    const bool track = train && track_changes_;
     // Phase 2: copy rows out (rows prefetched ahead) and mark them used.
     for (int64_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance / 2 < end && rows_scratch_[j + kPrefetchDistance / 2]) {
@@ -373,6 +414,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
         ++sh.oov_lookups;
       } else {
         CopyRow(dst, row + kMetaFloats, dim_);
+        if (track) NoteChange(sh, row);
         if (train) SetRowTick(row, tick_);
       }
     }
@@ -391,6 +433,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     }
     const size_t dim = static_cast<size_t>(dim_);
     const size_t width = static_cast<size_t>(width_);
+    const bool track = track_changes_;
     for (int64_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance / 2 < end) {
         const int64_t ahead = j + kPrefetchDistance / 2;
@@ -411,7 +454,15 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       optimizer_->UpdateRow(step, updates, {row + kMetaFloats, dim},
                             {row + kMetaFloats + dim, width}, {g, dim});
       if (updates < std::numeric_limits<uint32_t>::max()) SetRowUpdates(row, updates + 1);
+      if (track) NoteChange(sh, row);  // a push without a kTrain pull since the mark (async servers)
     }
+  }
+
+  // Records a row as changed the first time it is touched after the mark: a row untouched
+  // since then still carries a tick <= mark_ (pulls stamp rows with the clock, which a kTrain
+  // Pull advances before stamping). At the clock's limit every touch records (SaveChanges dedupes).
+  void NoteChange(Shard& sh, const float* row) const {
+    if (RowTick(row) <= mark_) sh.changed.push_back(RowId(row));
   }
 
   // kTrain miss: counts a sighting; returns the new row once the id reaches min_count, or
@@ -436,6 +487,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     optimizer_->InitState({row + kMetaFloats, size_t(dim_)},
                           {row + kMetaFloats + dim_, size_t(width_)});
     ++sh.admissions;
+    if (track_changes_) sh.changed.push_back(id);
     return row;
   }
 
@@ -503,7 +555,9 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   // select over sequential scans of the slab, so no per-row scratch memory is needed.
   void EvictBatch(Shard& sh) {
     for (int64_t j = sh.untick_begin; j < sh.untick_end; ++j) {
-      if (rows_scratch_[j] != nullptr) SetRowTick(rows_scratch_[j], tick_);
+      if (rows_scratch_[j] == nullptr) continue;
+      if (track_changes_) NoteChange(sh, rows_scratch_[j]);
+      SetRowTick(rows_scratch_[j], tick_);
     }
     sh.untick_begin = sh.untick_end;
     const int64_t k = std::max<int64_t>(1, sh.index.size() / 16);
@@ -547,6 +601,13 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     SetRowTick(row, kFreeTick);
     sh.slab.Free(row);
     if (track_removed_) sh.removed.push_back(id);
+    if (track_changes_) sh.dropped.push_back(id);
+  }
+
+  // A delta's removed id: drops its row, if this table holds one.
+  void DropRow(uint64_t id) {
+    Shard& sh = *shards_[ShardOf(Mix64(id))];
+    if (float* row = sh.index.Find(id, Mix64(id))) RemoveRow(sh, row);
   }
 
   // Expiry sweeps run at every sweep_every_-th tick (ttl/8: an entry lives at most 1/8 of the
@@ -611,9 +672,20 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     sh.expirations = sh.pending_expirations = 0;
   }
 
-  // Reads a checkpoint. With apply == false it only validates (every checksum, every count);
-  // with apply == true it also replaces the table's contents.
+  // Reads a checkpoint (ReadDelta: a delta file). With apply == false it only validates (every
+  // checksum, every count); with apply == true it also replaces (applies to) the table's contents.
   Status ReadCheckpoint(const std::string& path, bool apply, const LoadOptions& options);
+  Status ReadDelta(const std::string& path, bool apply, const LoadOptions& options);
+  Status ReadHeader(CheckpointReader& r, bool delta, CheckpointHeader* h) const;
+  Status CheckShape(const std::string& path, const CheckpointHeader& h) const;
+  Status ReadPending(CheckpointReader& r, const CheckpointHeader& h, bool apply, const LoadOptions& options);
+  void ApplyTableState(const CheckpointHeader& h, const LoadOptions& options, bool full);
+  Status PutRow(const FileRow& rec, const std::vector<float>& values, bool upsert, const std::string& path);
+  void FinishLoad(const CheckpointHeader& h, const LoadOptions& options);
+  void WriteHeader(CheckpointWriter& w, const CheckpointHeader& h) const;
+  void WriteRow(CheckpointWriter& w, const float* row) const;
+  void WritePendingAndEnd(CheckpointWriter& w, uint64_t pending_count) const;
+  void CollectChanges(std::vector<const float*>* rows, std::vector<uint64_t>* removed) const;
 
   const EmbeddingTableConfig config_;
   const std::unique_ptr<optim::SparseOptimizer> optimizer_;
@@ -634,6 +706,8 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   uint32_t ttl_ = 0;   // config_.ttl_steps (0: no expiry)
   uint32_t sweep_every_ = 1;
   bool track_removed_ = false;
+  bool track_changes_ = false;
+  uint32_t mark_ = 0;  // the clock at the last checkpoint (TrackChanges)
 
   // Per-call scratch, reused across calls (never shrunk).
   std::vector<uint64_t> tmp_hash_;
@@ -648,232 +722,410 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       oov_lookups_{0}, pending_ids_{0}, pending_resets_{0}, expirations_{0}, pending_expirations_{0};
 };
 
-Status ShardedEmbeddingTable::Save(const std::string& path) const {
-  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> w, CheckpointWriter::Open(path));
-  const std::string opt_name = optimizer_->name();
-  uint64_t row_count = 0, pending_count = 0;
-  for (const auto& sh : shards_) {
-    row_count += sh->index.size();
-    pending_count += sh->pending.size();
+// Writes records in blocks of kRowsPerBlock: Begin() before each record, End() after it.
+class BlockWriter {
+ public:
+  BlockWriter(CheckpointWriter& w, uint64_t count) : w_(w), left_(count) {}
+  void Begin() {
+    if (in_block_ > 0) return;
+    in_block_ = static_cast<uint32_t>(std::min<uint64_t>(left_, kRowsPerBlock));
+    w_.Put<uint32_t>(in_block_);
   }
-  // Header.
-  w->Write(kMagic, sizeof(kMagic));
-  w->Put<uint32_t>(kFormatVersion);
-  w->Put<uint32_t>(dim_);
-  w->Put<uint32_t>(width_);
-  w->Put<uint32_t>(static_cast<uint32_t>(opt_name.size()));
-  w->Put<uint64_t>(row_count);
-  w->Put<uint64_t>(pending_count);
-  w->Put<uint32_t>(tick_);
-  w->Put<uint32_t>(0);  // reserved
-  w->Put<int64_t>(admissions_.load());
-  w->Put<int64_t>(evictions_.load());
-  w->Put<int64_t>(lookups_.load());
-  w->Put<int64_t>(oov_lookups_.load());
-  w->Put<int64_t>(expirations_.load());
-  w->Put<int64_t>(pending_expirations_.load());
-  w->Write(opt_name.data(), opt_name.size());
-  w->WriteCrc();
-  // OOV row.
-  w->Put<uint32_t>(oov_updates_);
-  w->Write(oov_.data(), oov_.size() * 4);
-  w->WriteCrc();
-  // Rows, in blocks of kRowsPerBlock.
-  const size_t payload = static_cast<size_t>(dim_ + width_) * 4;
-  uint64_t left = row_count;
-  uint32_t in_block = 0;
-  for (const auto& sh : shards_) {
-    sh->index.ForEach([&](uint64_t id, float* row) {
-      if (in_block == 0) {
-        in_block = static_cast<uint32_t>(std::min<uint64_t>(left, kRowsPerBlock));
-        w->Put<uint32_t>(in_block);
-      }
-      w->Put<uint64_t>(id);
-      w->Put<uint32_t>(RowUpdates(row));
-      w->Put<uint32_t>(RowTick(row));
-      w->Write(row + kMetaFloats, payload);
-      --left;
-      if (--in_block == 0) w->WriteCrc();
-    });
+  void End() {
+    --left_;
+    if (--in_block_ == 0) w_.WriteCrc();
   }
-  // Pending sighting counts.
-  left = pending_count;
-  in_block = 0;
+
+ private:
+  CheckpointWriter& w_;
+  uint64_t left_;
+  uint32_t in_block_ = 0;
+};
+
+void ShardedEmbeddingTable::WriteHeader(CheckpointWriter& w, const CheckpointHeader& h) const {
+  w.Write(h.delta ? kDeltaMagic : kMagic, sizeof(kMagic));
+  w.Put<uint32_t>(h.delta ? kDeltaFormatVersion : kFormatVersion);
+  w.Put<uint32_t>(dim_);
+  w.Put<uint32_t>(width_);
+  w.Put<uint32_t>(static_cast<uint32_t>(h.optimizer.size()));
+  w.Put<uint64_t>(h.row_count);
+  w.Put<uint64_t>(h.pending_count);
+  w.Put<uint32_t>(tick_);
+  w.Put<uint32_t>(h.base_tick);  // reserved (0) in a full file
+  w.Put<int64_t>(admissions_.load());
+  w.Put<int64_t>(evictions_.load());
+  w.Put<int64_t>(lookups_.load());
+  w.Put<int64_t>(oov_lookups_.load());
+  w.Put<int64_t>(expirations_.load());
+  w.Put<int64_t>(pending_expirations_.load());
+  if (h.delta) w.Put<uint64_t>(h.removed_count);
+  w.Write(h.optimizer.data(), h.optimizer.size());
+  w.WriteCrc();
+  // The OOV row.
+  w.Put<uint32_t>(oov_updates_);
+  w.Write(oov_.data(), oov_.size() * 4);
+  w.WriteCrc();
+}
+
+void ShardedEmbeddingTable::WriteRow(CheckpointWriter& w, const float* row) const {
+  w.Put<uint64_t>(RowId(row));
+  w.Put<uint32_t>(RowUpdates(row));
+  w.Put<uint32_t>(RowTick(row));
+  w.Write(row + kMetaFloats, static_cast<size_t>(dim_ + width_) * 4);
+}
+
+// Pending sighting counts, every shard's, then the end marker.
+void ShardedEmbeddingTable::WritePendingAndEnd(CheckpointWriter& w, uint64_t pending_count) const {
+  BlockWriter pending(w, pending_count);
   for (const auto& sh : shards_) {
     sh->pending.ForEach([&](uint64_t id, const PendingId& p) {
-      if (in_block == 0) {
-        in_block = static_cast<uint32_t>(std::min<uint64_t>(left, kRowsPerBlock));
-        w->Put<uint32_t>(in_block);
-      }
-      w->Put<uint64_t>(id);
-      w->Put<uint32_t>(p.count);
-      w->Put<uint32_t>(p.tick);
-      --left;
-      if (--in_block == 0) w->WriteCrc();
+      pending.Begin();
+      w.Put<uint64_t>(id);
+      w.Put<uint32_t>(p.count);
+      w.Put<uint32_t>(p.tick);
+      pending.End();
     });
   }
-  w->Write(kEndMagic, sizeof(kEndMagic));
+  w.Write(kEndMagic, sizeof(kEndMagic));
+}
+
+Status ShardedEmbeddingTable::Save(const std::string& path) const {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> w, CheckpointWriter::Open(path));
+  CheckpointHeader h;
+  h.optimizer = optimizer_->name();
+  for (const auto& sh : shards_) {
+    h.row_count += sh->index.size();
+    h.pending_count += sh->pending.size();
+  }
+  WriteHeader(*w, h);
+  BlockWriter rows(*w, h.row_count);
+  for (const auto& sh : shards_) {
+    sh->index.ForEach([&](uint64_t, float* row) {
+      rows.Begin();
+      WriteRow(*w, row);
+      rows.End();
+    });
+  }
+  WritePendingAndEnd(*w, h.pending_count);
   RECTRAIN_RETURN_IF_ERROR(w->Commit()) << "while saving embedding table '" << config_.name << "'";
   return OkStatus();
 }
 
-Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply, const LoadOptions& options) {
-  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
-  auto data_loss = [&](const std::string& what) {
-    return DataLossError("embedding checkpoint " + path + ": " + what);
-  };
-  char magic[8];
-  RECTRAIN_RETURN_IF_ERROR(r->Read(magic, sizeof(magic), "the header"));
-  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
-    return data_loss("bad magic: not an embedding table checkpoint (or a corrupt one)");
+// The rows changed since the mark and the ids removed since then that have no row now, each
+// by ascending id.
+void ShardedEmbeddingTable::CollectChanges(std::vector<const float*>* rows, std::vector<uint64_t>* removed) const {
+  std::vector<uint64_t> ids;
+  for (const auto& sh : shards_) {
+    ids = sh->changed;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (uint64_t id : ids) {
+      if (const float* row = sh->index.Find(id, Mix64(id))) rows->push_back(row);
+    }
+    for (uint64_t id : sh->dropped) {
+      if (sh->index.Find(id, Mix64(id)) == nullptr) removed->push_back(id);
+    }
   }
-  uint32_t version = 0, name_len = 0, reserved = 0;
+  std::sort(rows->begin(), rows->end(), [](const float* a, const float* b) { return RowId(a) < RowId(b); });
+  std::sort(removed->begin(), removed->end());
+  removed->erase(std::unique(removed->begin(), removed->end()), removed->end());
+}
+
+Status ShardedEmbeddingTable::SaveChanges(const std::string& path) const {
+  if (!track_changes_) {
+    return FailedPreconditionError("embedding table '" + config_.name +
+                                   "': SaveChanges without TrackChanges(true) (no record of the changed rows)");
+  }
+  std::vector<const float*> changed;
+  std::vector<uint64_t> removed;
+  CollectChanges(&changed, &removed);
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> w, CheckpointWriter::Open(path));
   CheckpointHeader h;
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&version, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.dim, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.state_width, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&name_len, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.row_count, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.pending_count, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.tick, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&reserved, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.admissions, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.evictions, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.lookups, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&h.oov_lookups, "the header"));
-  if (version >= 2 && version <= kFormatVersion) {  // version 2 added the expiry counters
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&h.expirations, "the header"));
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&h.pending_expirations, "the header"));
+  h.delta = true;
+  h.optimizer = optimizer_->name();
+  h.row_count = changed.size();
+  h.removed_count = removed.size();
+  h.base_tick = mark_;
+  for (const auto& sh : shards_) h.pending_count += sh->pending.size();
+  WriteHeader(*w, h);
+  BlockWriter gone(*w, h.removed_count);
+  for (uint64_t id : removed) {
+    gone.Begin();
+    w->Put<uint64_t>(id);
+    gone.End();
+  }
+  BlockWriter rows(*w, h.row_count);
+  for (const float* row : changed) {
+    rows.Begin();
+    WriteRow(*w, row);
+    rows.End();
+  }
+  WritePendingAndEnd(*w, h.pending_count);
+  RECTRAIN_RETURN_IF_ERROR(w->Commit()) << "while saving the changes of embedding table '" << config_.name << "'";
+  return OkStatus();
+}
+
+// Reads and checks the header and the OOV row of a full (delta == false) or delta file.
+Status ShardedEmbeddingTable::ReadHeader(CheckpointReader& r, bool delta, CheckpointHeader* h) const {
+  const std::string& path = r.path();
+  char magic[8];
+  RECTRAIN_RETURN_IF_ERROR(r.Read(magic, sizeof(magic), "the header"));
+  if (std::memcmp(magic, delta ? kDeltaMagic : kMagic, sizeof(kMagic)) != 0) {
+    const bool other = std::memcmp(magic, delta ? kMagic : kDeltaMagic, sizeof(kMagic)) == 0;
+    return DataLossError("embedding checkpoint " + path + ": bad magic: " +
+                         (other ? (delta ? "a full table file where a delta was expected"
+                                         : "a delta file where a full table file was expected")
+                                : "not an embedding table checkpoint (or a corrupt one)"));
+  }
+  h->delta = delta;
+  uint32_t name_len = 0;
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->version, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->dim, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->state_width, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&name_len, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->row_count, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->pending_count, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->tick, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->base_tick, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->admissions, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->evictions, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->lookups, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->oov_lookups, "the header"));
+  const uint32_t newest = delta ? kDeltaFormatVersion : kFormatVersion;
+  if (delta || (h->version >= 2 && h->version <= newest)) {  // full version 2 added the expiry counters
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&h->expirations, "the header"));
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&h->pending_expirations, "the header"));
+  }
+  if (delta) {
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&h->removed_count, "the header"));
   }
   if (name_len > kMaxOptimizerName) {
-    return data_loss("optimizer name length " + Str(name_len) + " exceeds " +
-                     Str(kMaxOptimizerName) + " (corrupt header)");
+    return DataLossError("embedding checkpoint " + path + ": optimizer name length " + Str(name_len) + " exceeds " +
+                         Str(kMaxOptimizerName) + " (corrupt header)");
   }
-  h.optimizer.resize(name_len);
-  RECTRAIN_RETURN_IF_ERROR(r->Read(h.optimizer.data(), name_len, "the header"));
-  RECTRAIN_RETURN_IF_ERROR(r->CheckCrc("the header"));
-  if (version < kOldestFormatVersion || version > kFormatVersion) {
-    return InvalidArgumentError("embedding checkpoint " + path + " has format version " +
-                                Str(version) + "; this build reads versions " +
-                                Str(kOldestFormatVersion) + " to " + Str(kFormatVersion));
+  h->optimizer.resize(name_len);
+  RECTRAIN_RETURN_IF_ERROR(r.Read(h->optimizer.data(), name_len, "the header"));
+  RECTRAIN_RETURN_IF_ERROR(r.CheckCrc("the header"));
+  const uint32_t oldest = delta ? kDeltaFormatVersion : kOldestFormatVersion;
+  if (h->version < oldest || h->version > newest) {
+    return InvalidArgumentError("embedding checkpoint " + path + " has " + (delta ? "delta " : "") + "format version " +
+                                Str(h->version) + "; this build reads versions " + Str(oldest) + " to " + Str(newest));
   }
+  RECTRAIN_RETURN_IF_ERROR(CheckShape(path, *h));
+  h->oov.resize(dim_ + width_);
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&h->oov_updates, "the OOV row"));
+  RECTRAIN_RETURN_IF_ERROR(r.Read(h->oov.data(), h->oov.size() * 4, "the OOV row"));
+  return r.CheckCrc("the OOV row");
+}
+
+Status ShardedEmbeddingTable::CheckShape(const std::string& path, const CheckpointHeader& h) const {
   if (h.dim != static_cast<uint32_t>(dim_)) {
-    return InvalidArgumentError("embedding checkpoint " + path + " has dim " + Str(h.dim) +
-                                " but table '" + config_.name + "' has dim " + Str(dim_) +
-                                " (embedding.dim)");
+    return InvalidArgumentError("embedding checkpoint " + path + " has dim " + Str(h.dim) + " but table '" +
+                                config_.name + "' has dim " + Str(dim_) + " (embedding.dim)");
   }
   if (h.optimizer != optimizer_->name() || h.state_width != static_cast<uint32_t>(width_)) {
-    return InvalidArgumentError("embedding checkpoint " + path + " was written with sparse optimizer '" +
-                                h.optimizer + "' (state width " + Str(h.state_width) +
-                                ") but table '" + config_.name + "' uses '" + optimizer_->name() +
-                                "' (state width " + Str(width_) + ")");
+    return InvalidArgumentError("embedding checkpoint " + path + " was written with sparse optimizer '" + h.optimizer +
+                                "' (state width " + Str(h.state_width) + ") but table '" + config_.name + "' uses '" +
+                                optimizer_->name() + "' (state width " + Str(width_) + ")");
   }
-  const size_t payload = static_cast<size_t>(dim_ + width_) * 4;
-  std::vector<float> values(dim_ + width_);
-  uint32_t oov_updates = 0;
-  RECTRAIN_RETURN_IF_ERROR(r->Get(&oov_updates, "the OOV row"));
-  RECTRAIN_RETURN_IF_ERROR(r->Read(values.data(), payload, "the OOV row"));
-  RECTRAIN_RETURN_IF_ERROR(r->CheckCrc("the OOV row"));
+  return OkStatus();
+}
 
-  if (apply && !options.merge) {
-    oov_ = values;
-    oov_updates_ = oov_updates;
-    tick_ = h.tick;
-    const int64_t per_shard = ReserveRowsPerShard(static_cast<int64_t>(h.row_count));
-    for (auto& sh : shards_) {
-      sh->index.Clear();
-      sh->pending.Clear();
-      sh->slab.Reset();
-      sh->removed.clear();  // removals relative to contents that are gone
-      if (per_shard > 0) sh->index.Reserve(per_shard);
+// Reads `total` records in blocks of kRowsPerBlock, each by read_record(where), checking every
+// block's count and CRC.
+Status ReadBlocks(CheckpointReader& r, uint64_t total, const char* what,
+                  const std::function<Status(const std::string& where)>& read_record) {
+  uint64_t left = total;
+  for (int64_t block = 0; left > 0; ++block) {
+    const std::string where = std::string(what) + " block " + Str(block);
+    uint32_t n = 0;
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&n, where.c_str()));
+    const uint64_t expected = std::min<uint64_t>(left, kRowsPerBlock);
+    if (n != expected) {
+      return DataLossError("embedding checkpoint " + r.path() + ": " + where + " holds " + Str(n) +
+                           " records; expected " + Str(expected) + " (corrupt block header at byte " +
+                           Str(r.offset() - 4) + ")");
     }
-  } else if (apply) {
-    tick_ = std::max(tick_, h.tick);
+    for (uint32_t i = 0; i < n; ++i) RECTRAIN_RETURN_IF_ERROR(read_record(where));
+    RECTRAIN_RETURN_IF_ERROR(r.CheckCrc(where.c_str()));
+    left -= n;
   }
-  auto read_blocks = [&](uint64_t total, const char* what, auto&& read_record) -> Status {
-    uint64_t left = total;
-    int64_t block_idx = 0;
-    while (left > 0) {
-      const std::string where = std::string(what) + " block " + Str(block_idx);
-      uint32_t n = 0;
-      RECTRAIN_RETURN_IF_ERROR(r->Get(&n, where.c_str()));
-      const uint64_t expected = std::min<uint64_t>(left, kRowsPerBlock);
-      if (n != expected) {
-        return data_loss(where + " holds " + Str(n) + " records; expected " + Str(expected) +
-                         " (corrupt block header at byte " + Str(r->offset() - 4) + ")");
-      }
-      for (uint32_t i = 0; i < n; ++i) RECTRAIN_RETURN_IF_ERROR(read_record(where));
-      RECTRAIN_RETURN_IF_ERROR(r->CheckCrc(where.c_str()));
-      left -= n;
-      ++block_idx;
-    }
-    return OkStatus();
-  };
-  auto read_row = [&](const std::string& where) -> Status {
-    uint64_t id = 0;
-    uint32_t updates = 0, tick = 0;
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&id, where.c_str()));
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&updates, where.c_str()));
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&tick, where.c_str()));
-    RECTRAIN_RETURN_IF_ERROR(r->Read(values.data(), payload, where.c_str()));
-    if (!apply || (options.keep && !options.keep(id))) return OkStatus();
-    const uint64_t hash = Mix64(id);
-    const int s = ShardOf(hash);
-    Shard& sh = *shards_[s];
-    if (sh.index.Find(id, hash) != nullptr) return data_loss("id " + Str(id) + " appears twice");
-    RECTRAIN_ASSIGN_OR_RETURN(float* row, NewRow(s, sh, id, hash, std::min(tick, kMaxTick)));
-    SetRowUpdates(row, updates);
-    std::memcpy(row + kMetaFloats, values.data(), payload);
-    return OkStatus();
-  };
+  return OkStatus();
+}
+
+// Reads a row record into `rec` and `values` (dim + width floats).
+Status ReadRowRecord(CheckpointReader& r, const std::string& where, FileRow* rec, std::vector<float>* values) {
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&rec->id, where.c_str()));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&rec->updates, where.c_str()));
+  RECTRAIN_RETURN_IF_ERROR(r.Get(&rec->tick, where.c_str()));
+  return r.Read(values->data(), values->size() * 4, where.c_str());
+}
+
+// Reads the pending blocks and, when applying, inserts the ids into the (cleared or merged) pending maps.
+Status ShardedEmbeddingTable::ReadPending(CheckpointReader& r, const CheckpointHeader& h, bool apply,
+                                          const LoadOptions& options) {
   auto read_pending = [&](const std::string& where) -> Status {
     uint64_t id = 0;
-    PendingId p{.count = 0, .tick = h.tick};  // version 1: seen at the file's clock
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&id, where.c_str()));
-    RECTRAIN_RETURN_IF_ERROR(r->Get(&p.count, where.c_str()));
-    if (version >= 2) {
-      RECTRAIN_RETURN_IF_ERROR(r->Get(&p.tick, where.c_str()));
+    PendingId p{.count = 0, .tick = h.tick};  // full version 1: seen at the file's clock
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&id, where.c_str()));
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&p.count, where.c_str()));
+    if (h.delta || h.version >= 2) {
+      RECTRAIN_RETURN_IF_ERROR(r.Get(&p.tick, where.c_str()));
     }
-    if (p.count == 0) return data_loss(where + ": pending id with a count of 0");
+    if (p.count == 0) return DataLossError("embedding checkpoint " + r.path() + ": " + where + ": pending id with a count of 0");
     if (!apply || config_.min_count <= 1) return OkStatus();  // no admission counting here
     if (options.keep && !options.keep(id)) return OkStatus();
     const uint64_t hash = Mix64(id);
     const int s = ShardOf(hash);
     Shard& sh = *shards_[s];
-    if (sh.pending.Find(id, hash).count != 0) return data_loss("pending id " + Str(id) + " appears twice");
+    if (sh.pending.Find(id, hash).count != 0) {
+      return DataLossError("embedding checkpoint " + r.path() + ": pending id " + Str(id) + " appears twice");
+    }
     RECTRAIN_RETURN_IF_ERROR(EnsurePendingRoom(s, sh));
     p.tick = std::min(p.tick, kMaxTick);
     sh.pending.Insert(id, hash, p);
     return OkStatus();
   };
-  if (Status st = read_blocks(h.row_count, "rows", read_row); !st.ok()) return st;
-  if (Status st = read_blocks(h.pending_count, "pending ids", read_pending); !st.ok()) return st;
+  return ReadBlocks(r, h.pending_count, "pending ids", read_pending);
+}
+
+// The end marker, then nothing.
+Status ReadEnd(CheckpointReader& r) {
   char end_magic[8];
-  RECTRAIN_RETURN_IF_ERROR(r->Read(end_magic, sizeof(end_magic), "the end marker"));
+  RECTRAIN_RETURN_IF_ERROR(r.Read(end_magic, sizeof(end_magic), "the end marker"));
   if (std::memcmp(end_magic, kEndMagic, sizeof(kEndMagic)) != 0) {
-    return data_loss("bad end marker at byte " + Str(r->offset() - 8));
+    return DataLossError("embedding checkpoint " + r.path() + ": bad end marker at byte " + Str(r.offset() - 8));
   }
-  RECTRAIN_RETURN_IF_ERROR(r->ExpectEnd());
-  if (apply) {
-    for (auto& sh : shards_) ClearShardCounters(*sh);
-    if (!options.merge) {
-      admissions_.store(0);
-      evictions_.store(0);
-      lookups_.store(0);
-      oov_lookups_.store(0);
-      expirations_.store(0);
-      pending_expirations_.store(0);
-    }
-    if (options.counters) {
-      admissions_.fetch_add(h.admissions);
-      evictions_.fetch_add(h.evictions);
-      lookups_.fetch_add(h.lookups);
-      oov_lookups_.fetch_add(h.oov_lookups);
-      expirations_.fetch_add(h.expirations);
-      pending_expirations_.fetch_add(h.pending_expirations);
-    }
-    RefreshStats();
+  return r.ExpectEnd();
+}
+
+// What the first file of a load (merge false) sets for the whole table, and what every file
+// merges: the OOV row, the clock; with `full`, the file replaces every row and pending id, a
+// delta replaces the pending ids only.
+void ShardedEmbeddingTable::ApplyTableState(const CheckpointHeader& h, const LoadOptions& options, bool full) {
+  if (options.merge) {
+    tick_ = std::max(tick_, h.tick);
+    return;
   }
+  oov_ = h.oov;
+  oov_updates_ = h.oov_updates;
+  tick_ = h.tick;
+  const int64_t per_shard = full ? ReserveRowsPerShard(static_cast<int64_t>(h.row_count)) : 0;
+  for (auto& sh : shards_) {
+    sh->pending.Clear();
+    if (!full) continue;
+    sh->index.Clear();
+    sh->slab.Reset();
+    sh->removed.clear();  // removals relative to contents that are gone
+    if (per_shard > 0) sh->index.Reserve(per_shard);
+  }
+}
+
+// After a file was applied: the file's cumulative counters, and the change record starts afresh
+// (the table now holds a saved state).
+void ShardedEmbeddingTable::FinishLoad(const CheckpointHeader& h, const LoadOptions& options) {
+  for (auto& sh : shards_) {
+    ClearShardCounters(*sh);
+    sh->changed.clear();
+    sh->dropped.clear();
+  }
+  mark_ = tick_;
+  if (!options.merge) {
+    admissions_.store(0);
+    evictions_.store(0);
+    lookups_.store(0);
+    oov_lookups_.store(0);
+    expirations_.store(0);
+    pending_expirations_.store(0);
+  }
+  if (options.counters) {
+    admissions_.fetch_add(h.admissions);
+    evictions_.fetch_add(h.evictions);
+    lookups_.fetch_add(h.lookups);
+    oov_lookups_.fetch_add(h.oov_lookups);
+    expirations_.fetch_add(h.expirations);
+    pending_expirations_.fetch_add(h.pending_expirations);
+  }
+  RefreshStats();
+}
+
+// Sets a row from a file: a new row, or (upsert, a delta) the id's row replaced.
+Status ShardedEmbeddingTable::PutRow(const FileRow& rec, const std::vector<float>& values, bool upsert,
+                                     const std::string& path) {
+  const uint64_t hash = Mix64(rec.id);
+  const int s = ShardOf(hash);
+  Shard& sh = *shards_[s];
+  float* row = sh.index.Find(rec.id, hash);
+  const uint32_t tick = std::min(rec.tick, kMaxTick);
+  if (row != nullptr && !upsert) return DataLossError("embedding checkpoint " + path + ": id " + Str(rec.id) + " appears twice");
+  if (row == nullptr) {
+    RECTRAIN_ASSIGN_OR_RETURN(row, NewRow(s, sh, rec.id, hash, tick));
+  } else {
+    SetRowTick(row, tick);
+  }
+  SetRowUpdates(row, rec.updates);
+  std::memcpy(row + kMetaFloats, values.data(), values.size() * 4);
+  return OkStatus();
+}
+
+Status ShardedEmbeddingTable::ReadCheckpoint(const std::string& path, bool apply, const LoadOptions& options) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
+  CheckpointHeader h;
+  RECTRAIN_RETURN_IF_ERROR(ReadHeader(*r, /*delta=*/false, &h));
+  if (apply) ApplyTableState(h, options, /*full=*/true);
+  std::vector<float> values(dim_ + width_);
+  FileRow rec;
+  auto read_row = [&](const std::string& where) -> Status {
+    RECTRAIN_RETURN_IF_ERROR(ReadRowRecord(*r, where, &rec, &values));
+    if (!apply || (options.keep && !options.keep(rec.id))) return OkStatus();
+    return PutRow(rec, values, /*upsert=*/false, path);
+  };
+  RECTRAIN_RETURN_IF_ERROR(ReadBlocks(*r, h.row_count, "rows", read_row));
+  RECTRAIN_RETURN_IF_ERROR(ReadPending(*r, h, apply, options));
+  RECTRAIN_RETURN_IF_ERROR(ReadEnd(*r));
+  if (apply) FinishLoad(h, options);
+  return OkStatus();
+}
+
+// A delta: removed ids (their rows dropped), changed rows (upserted), pending ids (replacing
+// the table's on the first file). Ids ascend strictly among the rows and among the removed ids,
+// so a repeated id is DataLoss.
+Status ShardedEmbeddingTable::ReadDelta(const std::string& path, bool apply, const LoadOptions& options) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
+  CheckpointHeader h;
+  RECTRAIN_RETURN_IF_ERROR(ReadHeader(*r, /*delta=*/true, &h));
+  if (apply) ApplyTableState(h, options, /*full=*/false);
+  std::vector<float> values(dim_ + width_);
+  FileRow rec;
+  std::optional<uint64_t> previous;  // ids ascend strictly in each section
+  auto in_order = [&](const std::string& where, uint64_t id) -> Status {
+    if (previous && id <= *previous) {
+      return DataLossError("embedding checkpoint " + path + ": " + where + ": id " + Str(id) +
+                           " out of order or repeated (after " + Str(*previous) + ")");
+    }
+    previous = id;
+    return OkStatus();
+  };
+  auto read_row = [&](const std::string& where) -> Status {
+    RECTRAIN_RETURN_IF_ERROR(ReadRowRecord(*r, where, &rec, &values));
+    RECTRAIN_RETURN_IF_ERROR(in_order(where, rec.id));
+    if (!apply || (options.keep && !options.keep(rec.id))) return OkStatus();
+    return PutRow(rec, values, /*upsert=*/true, path);
+  };
+  auto read_removed = [&](const std::string& where) -> Status {
+    uint64_t id = 0;
+    RECTRAIN_RETURN_IF_ERROR(r->Get(&id, where.c_str()));
+    RECTRAIN_RETURN_IF_ERROR(in_order(where, id));
+    if (apply && (!options.keep || options.keep(id))) DropRow(id);
+    return OkStatus();
+  };
+  // Removals first: the rows they free make room for the changed rows under a memory budget.
+  RECTRAIN_RETURN_IF_ERROR(ReadBlocks(*r, h.removed_count, "removed ids", read_removed));
+  previous.reset();
+  RECTRAIN_RETURN_IF_ERROR(ReadBlocks(*r, h.row_count, "rows", read_row));
+  RECTRAIN_RETURN_IF_ERROR(ReadPending(*r, h, apply, options));
+  RECTRAIN_RETURN_IF_ERROR(ReadEnd(*r));
+  if (apply) FinishLoad(h, options);
   return OkStatus();
 }
 
@@ -883,6 +1135,14 @@ Status ShardedEmbeddingTable::Load(const std::string& path, const LoadOptions& o
       << "while loading embedding table '" << config_.name << "'";
   RECTRAIN_RETURN_IF_ERROR(ReadCheckpoint(path, /*apply=*/true, options))
       << "while loading embedding table '" << config_.name << "'";
+  return OkStatus();
+}
+
+Status ShardedEmbeddingTable::LoadChanges(const std::string& path, const LoadOptions& options) {
+  RECTRAIN_RETURN_IF_ERROR(ReadDelta(path, /*apply=*/false, options))
+      << "while loading the changes of embedding table '" << config_.name << "'";
+  RECTRAIN_RETURN_IF_ERROR(ReadDelta(path, /*apply=*/true, options))
+      << "while loading the changes of embedding table '" << config_.name << "'";
   return OkStatus();
 }
 

@@ -173,6 +173,25 @@ class EmbeddingTable : public TableReader {
   virtual void TrackRemovedIds(bool on) = 0;
   virtual std::vector<uint64_t> TakeRemovedIds() = 0;
 
+  // Incremental checkpoints (format: docs/formats/checkpoint-embedding-delta.md). While
+  // TrackChanges(true) the table records which rows changed (pulled in kTrain, pushed or
+  // admitted: their value, optimizer state or last-access tick moved) and which ids lost their
+  // row since the last MarkSaved() (or Load/LoadChanges): one compare per pulled row and 8 bytes
+  // per changed or removed id, none of it when off. SaveChanges writes those rows, the removed
+  // ids, the pending ids, the OOV row, the clock and the counters: loading a full checkpoint and
+  // then, in order, the deltas saved after it gives the table the same contents as loading a
+  // full checkpoint of the later state (every row, tick and counter). SaveChanges does not reset
+  // the record; the caller calls MarkSaved() once the checkpoint holding the file has landed, so
+  // a failed write is repeated with the same changes. Save() + MarkSaved() starts a new chain.
+  // SaveChanges errors: FailedPrecondition when not tracking; I/O errors as Save.
+  // LoadChanges applies one delta file (or one rank's part of it: `options` as for Load; the
+  // first part of a delta with merge false, the others with merge true) onto the contents of
+  // the checkpoint it was saved after; the whole file is validated first (errors as Load).
+  virtual void TrackChanges(bool on) = 0;
+  [[nodiscard]] virtual Status SaveChanges(const std::string& path) const = 0;
+  virtual void MarkSaved() = 0;
+  [[nodiscard]] virtual Status LoadChanges(const std::string& path, const LoadOptions& options) = 0;
+
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:
   // docs/formats/checkpoint-embedding.md), atomically (temp file + rename) with a checksum.
   [[nodiscard]] virtual Status Save(const std::string& path) const = 0;

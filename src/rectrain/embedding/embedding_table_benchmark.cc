@@ -2,6 +2,7 @@
 //
 //   build/<dir>/.../embedding_table_benchmark --benchmark_filter='Pull|Push|Insert'
 //   RECTRAIN_BENCH_20M=1 .../embedding_table_benchmark --benchmark_filter=Create20M
+//   .../embedding_table_benchmark --benchmark_filter='PullTracked|DeltaVsFull'  (incremental checkpoints)
 //
 // Pull/Push run on a table of 1M resident rows (144 MiB at dim 16 + Adagrad: beyond the caches,
 // so every id is a random memory access), with batches of 65,536 unique ids drawn at random.
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "rectrain/base/random.h"
@@ -115,6 +117,85 @@ void BM_PushAdagrad(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 BENCHMARK(BM_PushAdagrad)->Args({16, 1})->Args({16, 2})->Args({32, 1})->UseRealTime();
+
+// PullExisting with the change record of incremental checkpoints on (TrackChanges): a checkpoint
+// (MarkSaved) every 16 batches, so a row's first touch after it is recorded.
+void BM_PullTracked(benchmark::State& state) {
+  static std::unique_ptr<EmbeddingTable> t;
+  if (!t) {
+    t = MakeTable(16, "adagrad", kResidentRows);
+    std::vector<uint64_t> ids(kBatch);
+    std::vector<float> out(kBatch * 16);
+    for (int64_t b = 0; b < kResidentRows; b += kBatch) {
+      std::iota(ids.begin(), ids.end(), static_cast<uint64_t>(b));
+      if (!t->Pull(ids, PullMode::kTrain, out, {}).ok()) std::abort();
+    }
+  }
+  t->TrackChanges(state.range(0) != 0);
+  const auto batches = RandomBatches(16);
+  std::vector<float> out(kBatch * 16);
+  size_t b = 0;
+  for (auto _ : state) {
+    if (!t->Pull(batches[b], PullMode::kTrain, out, {1}).ok()) std::abort();
+    b = (b + 1) % batches.size();
+    if (b == 0) t->MarkSaved();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_PullTracked)->Arg(0)->Arg(1)->UseRealTime();
+
+// Incremental checkpoints: a table of 1M rows (dim 16, Adagrad) of which per_mille/1000 were
+// trained since the last checkpoint; SaveChanges (the delta) against Save (the full file), both
+// to /tmp, written alternately 3 times each (best time of each). Counters: bytes of each and
+// their ratio, seconds of each.
+void BM_DeltaVsFull(benchmark::State& state) {
+  const int64_t touched = kResidentRows * state.range(0) / 1000;
+  auto t = MakeTable(16, "adagrad", kResidentRows);
+  std::vector<uint64_t> ids(kBatch);
+  std::vector<float> out(kBatch * 16);
+  for (int64_t b = 0; b < kResidentRows; b += kBatch) {
+    std::iota(ids.begin(), ids.end(), static_cast<uint64_t>(b));
+    if (!t->Pull(ids, PullMode::kTrain, out, {}).ok()) std::abort();
+  }
+  t->TrackChanges(true);
+  const std::vector<std::vector<uint64_t>> batches = RandomBatches(2);  // disjoint random ids
+  for (int64_t done = 0; done < touched; done += kBatch) {  // 10% of 1M rows: 2 batches
+    std::vector<uint64_t> part = batches[static_cast<size_t>(done / kBatch)];
+    part.resize(static_cast<size_t>(std::min<int64_t>(kBatch, touched - done)));
+    std::vector<float> o(part.size() * 16), g(part.size() * 16, 0.01f);
+    if (!t->Pull(part, PullMode::kTrain, o, {1}).ok()) std::abort();
+    if (!t->Push(part, g, {.step = 1, .learning_rate = 0.01f}, {1}).ok()) std::abort();
+  }
+  const std::string full = "/tmp/rectrain_bench_full.bin", delta = "/tmp/rectrain_bench_delta.bin";
+  double full_s = 1e9, delta_s = 1e9;
+  for (auto _ : state) {
+    for (int rep = 0; rep < 3; ++rep) {
+      Stopwatch a;
+      if (!t->SaveChanges(delta).ok()) std::abort();
+      delta_s = std::min(delta_s, a.Seconds());
+      Stopwatch b;
+      if (!t->Save(full).ok()) std::abort();
+      full_s = std::min(full_s, b.Seconds());
+    }
+  }
+  auto size = [](const std::string& p) {
+    FILE* f = std::fopen(p.c_str(), "rb");
+    std::fseek(f, 0, SEEK_END);
+    const long n = std::ftell(f);
+    std::fclose(f);
+    return static_cast<double>(n);
+  };
+  state.counters["rows_touched"] = static_cast<double>(touched);
+  state.counters["delta_bytes"] = size(delta);
+  state.counters["full_bytes"] = size(full);
+  state.counters["bytes_ratio"] = size(delta) / size(full);
+  state.counters["delta_s"] = delta_s;
+  state.counters["full_s"] = full_s;
+  state.counters["time_ratio"] = delta_s / full_s;
+  std::remove(full.c_str());
+  std::remove(delta.c_str());
+}
+BENCHMARK(BM_DeltaVsFull)->Arg(10)->Arg(20)->Arg(100)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 // New ids into a fresh table each iteration (includes index growth and first touch of fresh
 // memory, which dominates on these machines).

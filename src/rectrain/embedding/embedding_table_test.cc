@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,9 +17,12 @@
 
 #include "rectrain/base/random.h"
 #include "rectrain/embedding/internal/initializer.h"
+#include "rectrain/testing/table_file.h"
 
 namespace rectrain::embedding {
 namespace {
+
+using rectrain::testing::ReadCanonicalTable;
 
 std::unique_ptr<EmbeddingTable> MustMake(const EmbeddingTableConfig& c) {
   auto t = MakeEmbeddingTable(c);
@@ -943,6 +948,273 @@ TEST(EmbeddingCheckpointTest, LoadsVersion1Files) {
   ASSERT_TRUE(reloaded->Load(path).ok());
   EXPECT_EQ(PullVec(*reloaded, all, PullMode::kEval), PullVec(*loaded, all, PullMode::kEval));
   std::remove(path.c_str());
+}
+
+// ---- Incremental checkpoints (SaveChanges / LoadChanges) ----
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Admission, eviction under a budget and expiry all at work, so deltas carry changed, new and
+// removed rows and pending ids.
+EmbeddingTableConfig DeltaConfig() {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.num_shards = 8;
+  c.min_count = 2;
+  c.ttl_steps = 12;
+  c.memory_budget_bytes = 64 << 10;
+  c.optimizer.type = optim::SparseOptimizerType::kAdam;
+  return c;
+}
+
+// Full checkpoint, then k deltas: loading them in order equals loading a full checkpoint of the
+// same state (canonical bytes of a re-save, every counter). Without a memory budget (whose
+// loads forget pending counts and size indexes anew, deltas or not) the restored table also
+// equals the run's own, and training on from it gives the table of the run never saved.
+void CheckDeltaChain(const EmbeddingTableConfig& c) {
+  const bool budget = c.memory_budget_bytes > 0;
+  auto run = MustMake(c);
+  run->TrackChanges(true);
+  Rng rng(3);
+  Train(*run, rng, 12, 0);
+  const std::string base = TempPath("delta_base");
+  ASSERT_TRUE(run->Save(base).ok());
+  run->MarkSaved();
+  std::vector<std::string> deltas;
+  for (int k = 0; k < 4; ++k) {
+    Train(*run, rng, 3 + k, 100 * (k + 1));
+    deltas.push_back(TempPath("delta_" + std::to_string(k)));
+    ASSERT_TRUE(run->SaveChanges(deltas.back()).ok());
+    run->MarkSaved();
+  }
+  ASSERT_EQ(run->Stats().evictions > 0, budget);
+  ASSERT_GT(run->Stats().expirations, 0);
+  ASSERT_GT(run->Stats().pending_ids, 0);
+  const std::string full = TempPath("delta_full");
+  ASSERT_TRUE(run->Save(full).ok());
+  auto chained = MustMake(c), whole = MustMake(c);
+  ASSERT_TRUE(chained->Load(base).ok());
+  for (const std::string& d : deltas) ASSERT_TRUE(chained->LoadChanges(d, {}).ok()) << d;
+  ASSERT_TRUE(whole->Load(full).ok());
+  const std::string a = TempPath("delta_resaved_chain"), b = TempPath("delta_resaved_full");
+  ASSERT_TRUE(chained->Save(a).ok());
+  ASSERT_TRUE(whole->Save(b).ok());
+  EXPECT_TRUE(ReadCanonicalTable(a) == ReadCanonicalTable(b));
+  if (!budget) {
+    EXPECT_TRUE(ReadCanonicalTable(a) == ReadCanonicalTable(full));
+    Rng r1(77), r2(77);
+    Train(*run, r1, 6, 1000);
+    Train(*chained, r2, 6, 1000);
+    ASSERT_TRUE(run->Save(a).ok());
+    ASSERT_TRUE(chained->Save(b).ok());
+    EXPECT_TRUE(ReadCanonicalTable(a) == ReadCanonicalTable(b));
+  }
+  for (const std::string& p : deltas) std::remove(p.c_str());
+  for (const std::string& p : {base, full, a, b}) std::remove(p.c_str());
+}
+
+TEST(EmbeddingDeltaTest, FullPlusDeltasEqualsFull) {
+  EmbeddingTableConfig c = DeltaConfig();
+  c.memory_budget_bytes = 0;
+  CheckDeltaChain(c);
+}
+
+TEST(EmbeddingDeltaTest, FullPlusDeltasEqualsFullUnderEviction) { CheckDeltaChain(DeltaConfig()); }
+
+// A delta split over ranks: each rank's table saves its rows' changes; every part loads into any
+// owner count (each keeping its ids), as full parts do.
+TEST(EmbeddingDeltaTest, PartsApplyIntoAnyOwnerCount) {
+  EmbeddingTableConfig c = DeltaConfig();
+  c.memory_budget_bytes = 0;
+  auto owner_of = [](uint64_t id, int world) { return static_cast<int>(Mix64(id ^ 0x5eed) % world); };
+  auto ref = MustMake(c);
+  std::vector<std::unique_ptr<EmbeddingTable>> ranks;
+  for (int r = 0; r < 2; ++r) ranks.push_back(MustMake(c));
+  auto step = [&](Rng& rng, int n, int first) {
+    for (int s = first; s < first + n; ++s) {
+      const std::vector<uint64_t> ids = RandomBatch(rng, 200, 3000);
+      const std::vector<float> g = RandomGrads(rng, ids.size() * c.dim);
+      PullVec(*ref, ids, PullMode::kTrain);
+      PushVec(*ref, ids, g, s);
+      for (int r = 0; r < 2; ++r) {
+        std::vector<uint64_t> mine;
+        std::vector<float> mg;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (owner_of(ids[i], 2) != r) continue;
+          mine.push_back(ids[i]);
+          mg.insert(mg.end(), g.begin() + i * c.dim, g.begin() + (i + 1) * c.dim);
+        }
+        PullVec(*ranks[r], mine, PullMode::kTrain);
+        std::vector<float> oov(c.dim, 0.0f);
+        ASSERT_TRUE(ranks[r]->PushRows(mine, mg, {.step = s, .learning_rate = 0.05f}, {1}, oov).ok());
+      }
+    }
+  };
+  Rng rng(9);
+  step(rng, 8, 0);
+  std::vector<std::string> base, delta;
+  for (int r = 0; r < 2; ++r) {
+    base.push_back(TempPath("parts_base_" + std::to_string(r)));
+    delta.push_back(TempPath("parts_delta_" + std::to_string(r)));
+    ASSERT_TRUE(ranks[r]->Save(base[r]).ok());
+    ranks[r]->TrackChanges(true);
+  }
+  step(rng, 5, 8);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(ranks[r]->SaveChanges(delta[r]).ok());
+  using Rows = std::map<uint64_t, std::pair<uint32_t, std::vector<float>>>;
+  auto rows_of = [](const EmbeddingTable& t, Rows* out) {
+    ASSERT_TRUE(t.ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
+                   (*out)[id] = {updates, std::vector<float>(w.begin(), w.end())};
+                 }).ok());
+  };
+  Rows want;
+  rows_of(*ref, &want);
+  for (int world : {1, 3}) {
+    Rows got;
+    for (int me = 0; me < world; ++me) {
+      auto t = MustMake(c);
+      LoadOptions o;
+      if (world > 1) o.keep = [&, me, world](uint64_t id) { return owner_of(id, world) == me; };
+      for (int p = 0; p < 2; ++p) {
+        o.merge = p > 0;
+        ASSERT_TRUE(t->Load(base[p], o).ok());
+      }
+      for (int p = 0; p < 2; ++p) {
+        o.merge = p > 0;
+        const Status st = t->LoadChanges(delta[p], o);
+        ASSERT_TRUE(st.ok()) << st;
+      }
+      rows_of(*t, &got);
+    }
+    EXPECT_EQ(got, want) << "world " << world;
+  }
+  for (int r = 0; r < 2; ++r) {
+    std::remove(base[r].c_str());
+    std::remove(delta[r].c_str());
+  }
+}
+
+// A delta's bytes follow the rows touched since the checkpoint, not the table's size: exactly a
+// fixed part plus one record per changed row.
+TEST(EmbeddingDeltaTest, BytesProportionalToRowsTouched) {
+  EmbeddingTableConfig c;
+  c.dim = 16;
+  c.num_shards = 16;
+  c.optimizer.type = optim::SparseOptimizerType::kAdagrad;
+  const int64_t rows = 20000;
+  std::vector<uint64_t> all(rows);
+  for (int64_t i = 0; i < rows; ++i) all[i] = static_cast<uint64_t>(i) * 7919 + 13;
+  const std::string full = TempPath("bytes_full");
+  std::map<int64_t, int64_t> bytes;  // rows touched -> delta bytes
+  for (int64_t touched : {int64_t{200}, int64_t{400}, int64_t{2000}}) {
+    auto t = MustMake(c);
+    PullVec(*t, all, PullMode::kTrain);
+    ASSERT_TRUE(t->Save(full).ok());
+    t->TrackChanges(true);
+    const std::vector<uint64_t> some(all.begin(), all.begin() + touched);
+    PullVec(*t, some, PullMode::kTrain);
+    PushVec(*t, some, std::vector<float>(some.size() * c.dim, 0.5f), 1);
+    const std::string d = TempPath("bytes_delta");
+    ASSERT_TRUE(t->SaveChanges(d).ok());
+    bytes[touched] = static_cast<int64_t>(std::filesystem::file_size(d));
+    std::remove(d.c_str());
+  }
+  const int64_t full_bytes = static_cast<int64_t>(std::filesystem::file_size(full));
+  std::remove(full.c_str());
+  const int64_t record = 16 + 4 * (c.dim + c.dim);  // id, updates, tick, weights, adagrad state
+  // 200 -> 400 -> 2000 rows: the bytes grow by exactly one record per row (plus a block header
+  // and CRC per 4096 rows), and 1% of the rows is about 1% of the full file.
+  EXPECT_EQ(bytes[400] - bytes[200], 200 * record);
+  EXPECT_EQ(bytes[2000] - bytes[200], 1800 * record);
+  EXPECT_LT(bytes[200], full_bytes / 100 + 1024) << "full " << full_bytes;
+  EXPECT_GT(bytes[200], full_bytes / 100 - 1024) << "full " << full_bytes;
+}
+
+TEST(EmbeddingDeltaTest, SaveChangesNeedsTracking) {
+  auto t = MustMake(DeltaConfig());
+  const Status st = t->SaveChanges(TempPath("untracked"));
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+}
+
+// A corrupt or truncated delta is DataLoss naming the file, and leaves the table as it was; a
+// full file given as a delta (and the other way round) says which it is.
+TEST(EmbeddingDeltaTest, CorruptDeltaIsDataLossAndLeavesTableUnchanged) {
+  const EmbeddingTableConfig c = DeltaConfig();
+  auto t = MustMake(c);
+  Rng rng(4);
+  Train(*t, rng, 6, 0);
+  const std::string base = TempPath("corrupt_delta_base"), d = TempPath("corrupt_delta");
+  ASSERT_TRUE(t->Save(base).ok());
+  t->TrackChanges(true);
+  Train(*t, rng, 2, 6);
+  ASSERT_TRUE(t->SaveChanges(d).ok());
+  const std::string good = ReadBytes(d);
+  auto loaded = MustMake(c);
+  ASSERT_TRUE(loaded->Load(base).ok());
+  const std::vector<float> before = PullVec(*loaded, AllIds(), PullMode::kEval);
+  for (size_t at : {size_t{30}, good.size() / 2, good.size() - 20}) {
+    std::string bad = good;
+    bad[at] ^= 0x20;
+    { std::ofstream(d, std::ios::binary | std::ios::trunc) << bad; }
+    const Status st = loaded->LoadChanges(d, {});
+    EXPECT_EQ(st.code(), StatusCode::kDataLoss) << "byte " << at << ": " << st;
+    EXPECT_NE(st.message().find(d), std::string::npos) << st;
+  }
+  { std::ofstream(d, std::ios::binary | std::ios::trunc) << good.substr(0, good.size() - 9); }
+  EXPECT_EQ(loaded->LoadChanges(d, {}).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(PullVec(*loaded, AllIds(), PullMode::kEval), before);
+  const Status full_as_delta = loaded->LoadChanges(base, {});
+  EXPECT_NE(full_as_delta.message().find("a full table file where a delta was expected"), std::string::npos) << full_as_delta;
+  { std::ofstream(d, std::ios::binary | std::ios::trunc) << good; }
+  const Status delta_as_full = loaded->Load(d);
+  EXPECT_NE(delta_as_full.message().find("a delta file where a full table file was expected"), std::string::npos)
+      << delta_as_full;
+  EXPECT_EQ(PullVec(*loaded, AllIds(), PullMode::kEval), before);
+  std::remove(base.c_str());
+  std::remove(d.c_str());
+}
+
+// tests/golden/embedding/delta_v1_adagrad_dim2.embd: the delta the steps below save (format
+// version 1 of docs/formats/checkpoint-embedding-delta.md). The writer must keep producing these
+// bytes (regenerate only with a version bump: RECTRAIN_UPDATE_GOLDEN=1 ./embedding_test), and
+// they apply onto the base to the state a full save holds.
+TEST(EmbeddingDeltaTest, GoldenDeltaFile) {
+  EmbeddingTableConfig c;
+  c.dim = 2;
+  c.num_shards = 4;
+  c.min_count = 2;
+  c.ttl_steps = 2;  // removed ids
+  c.optimizer.type = optim::SparseOptimizerType::kAdagrad;
+  auto t = MustMake(c);
+  auto step = [&](int s) {
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < 5; ++i) ids.push_back(i * 3 + static_cast<uint64_t>(s));
+    std::vector<float> g(ids.size() * 2);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = 0.25f * static_cast<float>(i % 5) - 0.5f;
+    PullVec(*t, ids, PullMode::kTrain);
+    PushVec(*t, ids, g, s, 0.1f);
+  };
+  for (int s = 0; s < 3; ++s) step(s);
+  const std::string base = TempPath("golden_base"), d = TempPath("golden_delta");
+  ASSERT_TRUE(t->Save(base).ok());
+  t->TrackChanges(true);
+  for (int s = 3; s < 8; ++s) step(s);
+  ASSERT_TRUE(t->SaveChanges(d).ok());
+  const std::string golden = std::string(RECTRAIN_GOLDEN_DIR) + "/embedding/delta_v1_adagrad_dim2.embd";
+  if (std::getenv("RECTRAIN_UPDATE_GOLDEN") != nullptr) std::filesystem::copy_file(d, golden, std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(ReadBytes(d), ReadBytes(golden));
+  auto loaded = MustMake(c);
+  ASSERT_TRUE(loaded->Load(base).ok());
+  const Status st = loaded->LoadChanges(golden, {});
+  ASSERT_TRUE(st.ok()) << st;
+  const std::string a = TempPath("golden_a"), b = TempPath("golden_b");
+  ASSERT_TRUE(t->Save(a).ok());
+  ASSERT_TRUE(loaded->Save(b).ok());
+  EXPECT_TRUE(ReadCanonicalTable(a) == ReadCanonicalTable(b));
+  for (const std::string& p : {base, d, a, b}) std::remove(p.c_str());
 }
 
 }  // namespace

@@ -42,6 +42,12 @@ class FakeTable : public embedding::EmbeddingTable {
   std::span<const float> OovWeights() const override { return {}; }
   void TrackRemovedIds(bool) override {}
   std::vector<uint64_t> TakeRemovedIds() override { return {}; }  // never removes a row
+  void TrackChanges(bool) override {}
+  Status SaveChanges(const std::string& path) const override { return Save(path); }
+  void MarkSaved() override {}
+  Status LoadChanges(const std::string& path, const embedding::LoadOptions& options) override {
+    return Load(path, options);
+  }
   Status Save(const std::string& path) const override {
     std::ofstream out(path);
     out << config_.name << " " << saved_value;
