@@ -254,6 +254,34 @@ TEST_F(DistTrain, ResumesOnAnotherRankCountWhereItStopped) {
   }
 }
 
+// Incremental checkpoints (train.checkpoint_full_every): a job stopped on a delta checkpoint (each
+// rank's part of each table's changes) resumes on another number of ranks, reading the full
+// checkpoint and the deltas in order, and ends where the uninterrupted one-process run ends.
+TEST_F(DistTrain, IncrementalCheckpointsResumeOnAnotherRankCount) {
+  const std::vector<std::string> inc = {"train.checkpoint_every_steps=5", "train.checkpoint_full_every=3"};
+  const std::string ref_dir = *dir_ + "/inc_ref";
+  auto ref = RunJob(1, ref_dir, inc);
+  ExpectOk(ref);
+  const ModelValues want = ReadModel(ref_dir + "/model");
+  for (auto [before, after] : {std::pair{2, 3}, std::pair{1, 2}}) {
+    const std::string run = *dir_ + "/inc_" + std::to_string(before) + "_" + std::to_string(after);
+    std::vector<std::string> first_sets = inc;
+    first_sets.push_back("train.max_steps=14");  // checkpoints: 5 full, 10 and 14 deltas on it
+    ExpectOk(RunJob(before, run, first_sets));
+    const std::string meta = testing::ReadAll(run + "/checkpoints/step-14/meta.json");
+    EXPECT_NE(meta.find("\"incremental\""), std::string::npos) << meta;
+    const std::string part = before == 1 ? "emb" : "emb.part-1-of-" + std::to_string(before);
+    EXPECT_NE(meta.find(part), std::string::npos) << meta;
+    auto second = RunJob(after, run, inc, /*resume=*/true);
+    ExpectOk(second);
+    EXPECT_EQ(second.summary[0].steps, ref.summary[0].steps);
+    EXPECT_EQ(second.summary[0].rows_read, ref.summary[0].rows_read);
+    const double diff = MaxRelativeDiff(ReadModel(run + "/model"), want);
+    std::printf("incremental, %d ranks -> %d ranks: max relative parameter difference %.3g\n", before, after, diff);
+    EXPECT_LT(diff, 1e-3) << before << " -> " << after;
+  }
+}
+
 // dist.data_split shards resumed on another number of ranks, or in one process: the rest of the
 // interrupted epoch is read as the old ranks' shards, each after the rows it had trained, so every
 // row is trained exactly once. Each row carries its own id in C1 (admitted at its first sighting),

@@ -167,6 +167,37 @@ TEST_F(TrainIntegration, ResumeWithExpiryEqualsUninterruptedRun) {
   ExpectSameModel(full, part);
 }
 
+// Incremental checkpoints (train.checkpoint_full_every 3: a full checkpoint, then two deltas of
+// the rows changed since the previous one): a run stopped on a delta and resumed twice ends with
+// the model of the uninterrupted run without incremental checkpoints, byte for byte.
+TEST_F(TrainIntegration, IncrementalCheckpointsResumeEqualsUninterruptedRun) {
+  const std::string full = *dir_ + "/inc_full", part = *dir_ + "/inc_part";
+  const std::vector<std::string> ttl = {"embedding.ttl_steps=4", "embedding.min_count=2"};
+  auto with = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), ttl.begin(), ttl.end());
+    for (const char* s : {"train.checkpoint_every_steps=4", "train.checkpoint_full_every=3", "train.keep_checkpoints=1"}) {
+      sets.push_back(s);
+    }
+    return sets;
+  };
+  ASSERT_TRUE(Run(full, ttl).ok());
+  // Checkpoints at 4 (full), 8, 10 (deltas): stopped by max_steps on a delta.
+  ASSERT_TRUE(Run(part, with({"train.max_steps=10"})).ok());
+  const std::string meta = ReadAll(part + "/checkpoints/step-10/meta.json");
+  EXPECT_NE(meta.find("\"base\": {\n      \"dir\": \"step-4\""), std::string::npos) << meta;
+  EXPECT_TRUE(fs::exists(part + "/checkpoints/step-10/tables/emb.delta.bin"));
+  // keep_checkpoints 1 keeps the newest and the chain it rests on.
+  EXPECT_TRUE(fs::exists(part + "/checkpoints/step-4/meta.json"));
+  EXPECT_TRUE(fs::exists(part + "/checkpoints/step-8/meta.json"));
+  ASSERT_TRUE(Run(part, with({"train.max_steps=30"}), /*resume=*/true).ok());
+  auto r3 = Run(part, with({}), /*resume=*/true);
+  ASSERT_TRUE(r3.ok()) << r3.status();
+  EXPECT_EQ(r3->steps, 48);
+  const std::string log = ReadAll(part + "/train.log");
+  EXPECT_NE(log.find("checkpoint (delta 2 on step-4) "), std::string::npos) << log;
+  ExpectSameModel(full, part);
+}
+
 // Asks the run to stop (as SIGTERM would) once a step is reached (OnProgress: at log lines).
 class StopAtStep : public train::TrainObserver {
  public:

@@ -15,6 +15,13 @@
 // leaves a half-written checkpoint under its final name. The final model (RUN_DIR/model/) has
 // the same layout.
 //
+// Incremental checkpoints: a delta checkpoint (meta.base set) is a directory beside the full
+// one it rests on, with the same meta.json and dense.bin but, per table, only what changed since
+// the checkpoint before it (EmbeddingTable::SaveChanges: tables/<name>.delta.bin, or
+// tables/<name>.part-<r>-of-<W>.delta.bin). Its meta.json names that full checkpoint and the
+// previous checkpoint of the chain (the full one or the previous delta) with a hash of their
+// meta.json; reading a delta reads the full checkpoint and every delta of the chain in order.
+//
 // Thread safety: functions are reentrant; the model, optimizer and tables passed in must not be
 // used concurrently (the trainer calls these between steps).
 #pragma once
@@ -35,7 +42,8 @@
 
 namespace rectrain::checkpoint {
 
-inline constexpr int kCheckpointVersion = 1;
+inline constexpr int kCheckpointVersion = 1;       // what a full checkpoint's meta.json says
+inline constexpr int kDeltaCheckpointVersion = 2;  // a delta's (version-1 readers refuse it)
 
 struct CheckpointMeta {
   int64_t step = 0;                 // steps completed (the next step is `step`, 0-based)
@@ -69,12 +77,26 @@ struct CheckpointMeta {
   // partitions (stream::StreamPosition JSON; "" = not a stream run). meta.json holds it as the
   // object "stream".
   std::string stream_position;
+  // A delta checkpoint: the directory names (siblings of this one) of the full checkpoint it
+  // rests on and of the checkpoint it follows (the full one for the first delta), and the
+  // deltas in its chain up to this one (1 for the first). base empty: a full checkpoint. The
+  // hashes (of those directories' meta.json bytes) are set by WriteCheckpoint and checked on
+  // reading.
+  std::string base;
+  std::string previous;
+  int64_t chain_length = 0;
+  uint64_t base_hash = 0;
+  uint64_t previous_hash = 0;
+  bool delta() const { return !base.empty(); }
 };
 
 // Writes a checkpoint directory atomically (see top comment), replacing an existing `dir`.
 // `optimizer` may be null, which writes an empty optimizer state. `comm` (null: one process)
 // makes every rank of the job call it together: each writes its table parts, and the directory
 // appears only once every rank has succeeded (the first failure is returned on every rank).
+// With meta.delta() it writes a delta checkpoint (the tables must TrackChanges since the
+// checkpoint meta.previous; both named directories must exist beside `dir`). Once the
+// directory is in place every table's change record restarts (EmbeddingTable::MarkSaved).
 [[nodiscard]] Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
                                      std::span<const optim::ParamRef> params,
                                      optim::Optimizer* optimizer,
@@ -84,7 +106,9 @@ struct CheckpointMeta {
 // Reads meta.json only. NotFound / DataLoss (unparsable) / InvalidArgument (newer version).
 Result<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
 
-// Restores params, the optimizer state (skipped when `optimizer` is null) and every table.
+// Restores params, the optimizer state (skipped when `optimizer` is null) and every table. A
+// delta checkpoint is read with its chain: the full checkpoint, then every delta in order
+// (a missing or rewritten link is FailedPrecondition naming it; see ResolveChain).
 // The table names must match meta.tables (InvalidArgument otherwise). With `comm` of world > 1
 // each rank loads, from every part (whatever number of ranks wrote them), the rows of the ids
 // for which `keep(id)` is true: the ids it owns (ps::Owners::Of(id) == rank); `keep` is required
@@ -96,11 +120,20 @@ Result<CheckpointMeta> ReadCheckpoint(const std::string& dir,
                                       dist::Communicator* comm = nullptr,
                                       const std::function<bool(uint64_t id)>& keep = {});
 
+// The checkpoints reading `dir` takes, oldest first: the full checkpoint, then each delta up to
+// `dir` (just `dir` for a full one). Every link is checked: the directory exists, its meta.json
+// hashes to what the next one recorded, it is of the same chain and an earlier step.
+// FailedPrecondition names the broken link, what it should be and the newest checkpoint of the
+// chain that is whole (resuming from it is removing the newer ones); DataLoss an unreadable
+// meta.json. `dir` may be in an object store.
+Result<std::vector<std::string>> ResolveChain(const std::string& dir);
+
 // Complete checkpoints ("step-<N>" directories with a meta.json) under `checkpoints_dir`,
 // sorted by N ascending. A missing directory is an empty list.
 std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& checkpoints_dir);
 
-// Removes all but the newest `keep` checkpoints (and leftover "*.tmp" directories).
+// Removes all but the newest `keep` checkpoints and what they rest on (the full checkpoint and
+// earlier deltas of a kept delta's chain), and leftover "*.tmp" directories.
 [[nodiscard]] Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep);
 
 }  // namespace rectrain::checkpoint

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "rectrain/base/random.h"
 #include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/testing/fake_table.h"
+#include "rectrain/testing/table_file.h"
 
 namespace rectrain::checkpoint {
 namespace {
@@ -111,6 +113,161 @@ TEST_F(CheckpointTest, WriteReadListPrune) {
   std::vector<embedding::EmbeddingTable*> wrong = {&t0, &other};
   EXPECT_EQ(ReadCheckpoint(all.back().second, params_, nullptr, wrong).status().message(),
             all.back().second + ": checkpoint table 1 is 'C2', the model's is 'C9'");
+}
+
+// Incremental checkpoints with a real table: a full checkpoint and deltas on it.
+class DeltaCheckpointTest : public CheckpointTest {
+ protected:
+  static std::unique_ptr<embedding::EmbeddingTable> Table() {
+    embedding::EmbeddingTableConfig c;
+    c.name = "emb";
+    c.dim = 4;
+    c.num_shards = 4;
+    c.min_count = 2;
+    c.optimizer.type = optim::SparseOptimizerType::kAdagrad;
+    auto t = embedding::MakeEmbeddingTable(c);
+    RECTRAIN_CHECK(t.ok()) << t.status();
+    return std::move(*t);
+  }
+  // `steps` training steps of 50 ids out of 400 (and the dense weights move too).
+  void Train(embedding::EmbeddingTable& t, int steps) {
+    for (int s = 0; s < steps; ++s, ++step_) {
+      std::vector<uint64_t> ids;
+      for (int i = 0; i < 50; ++i) ids.push_back(rng_.Next() % 400);
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      std::vector<float> rows(ids.size() * 4), grads(ids.size() * 4);
+      ASSERT_TRUE(t.Pull(ids, embedding::PullMode::kTrain, rows, {1}).ok());
+      for (float& g : grads) g = static_cast<float>(rng_.Uniform()) - 0.5f;
+      ASSERT_TRUE(t.Push(ids, grads, {.step = step_, .learning_rate = 0.1f}, {1}).ok());
+      w_[step_ % 4] += 0.25f;
+    }
+  }
+  // Writes step-<step> under checkpoints/: full, or a delta on `base` after `previous`.
+  Status Write(embedding::EmbeddingTable& t, int step, const std::string& base = "", const std::string& previous = "",
+               int chain = 0, const std::string& root = "checkpoints") {
+    CheckpointMeta meta;
+    meta.step = step;
+    meta.model_type = "deepfm";
+    meta.tables = {"emb"};
+    meta.base = base;
+    meta.previous = previous;
+    meta.chain_length = chain;
+    std::vector<embedding::EmbeddingTable*> tables = {&t};
+    return WriteCheckpoint(Path(root + "/step-" + std::to_string(step)), meta, params_, nullptr, tables);
+  }
+  // Reads checkpoint `dir` into a fresh table and saves that (a full table file) to `saved`.
+  Result<CheckpointMeta> Restore(const std::string& dir, const std::string& saved) {
+    auto t = Table();
+    std::vector<embedding::EmbeddingTable*> tables = {t.get()};
+    RECTRAIN_ASSIGN_OR_RETURN(CheckpointMeta m, ReadCheckpoint(dir, params_, nullptr, tables));
+    RECTRAIN_RETURN_IF_ERROR(t->Save(saved));
+    return m;
+  }
+  // step-10 full, step-20 and step-30 deltas on it; the table as of step-30 saved to `full`.
+  void WriteChain(const std::string& full) {
+    table_->TrackChanges(true);
+    Train(*table_, 6);
+    ASSERT_TRUE(Write(*table_, 10).ok());
+    Train(*table_, 3);
+    ASSERT_TRUE(Write(*table_, 20, "step-10", "step-10", 1).ok());
+    Train(*table_, 3);
+    ASSERT_TRUE(Write(*table_, 30, "step-10", "step-20", 2).ok());
+    if (!full.empty()) {
+      ASSERT_TRUE(table_->Save(full).ok());
+    }
+  }
+
+  std::unique_ptr<embedding::EmbeddingTable> table_ = Table();
+  Rng rng_{5};
+  int64_t step_ = 0;
+};
+
+TEST_F(DeltaCheckpointTest, FullAndDeltasRestoreAsTheFullCheckpoint) {
+  WriteChain(Path("run_state.bin"));
+  const std::vector<float> dense = w_;
+  // The same state as a full checkpoint, elsewhere.
+  ASSERT_TRUE(Write(*table_, 30, "", "", 0, "other").ok());
+  auto chain = ResolveChain(Path("checkpoints/step-30"));
+  ASSERT_TRUE(chain.ok()) << chain.status();
+  EXPECT_EQ(*chain, (std::vector<std::string>{Path("checkpoints/step-10"), Path("checkpoints/step-20"),
+                                               Path("checkpoints/step-30")}));
+  std::fill(w_.begin(), w_.end(), 0.0f);
+  auto m = Restore(Path("checkpoints/step-30"), Path("from_chain.bin"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->step, 30);
+  EXPECT_EQ(m->base, "step-10");
+  EXPECT_EQ(m->chain_length, 2);
+  EXPECT_EQ(w_, dense);
+  ASSERT_TRUE(Restore(Path("other/step-30"), Path("from_full.bin")).ok());
+  const auto a = rectrain::testing::ReadCanonicalTable(Path("from_chain.bin"));
+  EXPECT_TRUE(a == rectrain::testing::ReadCanonicalTable(Path("from_full.bin")));
+  EXPECT_TRUE(a == rectrain::testing::ReadCanonicalTable(Path("run_state.bin")));
+  EXPECT_GT(a.rows.size(), 100u);
+  // A delta holds the table's changes only: smaller than the full file of the same state.
+  EXPECT_LT(fs::file_size(Path("checkpoints/step-30/tables/emb.delta.bin")),
+            fs::file_size(Path("other/step-30/tables/emb.bin")));
+  std::ifstream meta(Path("checkpoints/step-30/meta.json"));
+  const std::string text((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"incremental\""), std::string::npos) << text;
+}
+
+// A broken chain is an error naming the link and what to do; a corrupt delta file names the file.
+TEST_F(DeltaCheckpointTest, BrokenChainsAreClearErrors) {
+  WriteChain("");
+  fs::rename(Path("checkpoints/step-20"), Path("moved"));
+  auto r = Restore(Path("checkpoints/step-30"), Path("x.bin"));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("the delta checkpoint " + Path("checkpoints/step-30") +
+                                      " cannot be restored: the checkpoint it follows, " +
+                                      Path("checkpoints/step-20") + ", is missing"),
+            std::string::npos)
+      << r.status();
+  fs::rename(Path("moved"), Path("checkpoints/step-20"));
+  ASSERT_TRUE(Restore(Path("checkpoints/step-30"), Path("x.bin")).ok());
+  // step-10 written again (another run in this directory): the deltas are not of it.
+  auto other = Table();
+  Train(*other, 2);
+  ASSERT_TRUE(Write(*other, 10).ok());
+  r = Restore(Path("checkpoints/step-30"), Path("x.bin"));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find(Path("checkpoints/step-10") + ", is not the one it was written after"),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("remove " + Path("checkpoints/step-20") + " and the checkpoints after it"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST_F(DeltaCheckpointTest, CorruptDeltaFileIsDataLossNamingIt) {
+  WriteChain("");
+  const std::string file = Path("checkpoints/step-20/tables/emb.delta.bin");
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
+    f.put('\x55');
+  }
+  auto r = Restore(Path("checkpoints/step-30"), Path("x.bin"));
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find(file), std::string::npos) << r.status();
+}
+
+// Pruning keeps what a kept delta rests on, and only that.
+TEST_F(DeltaCheckpointTest, PruneKeepsTheChainsOfKeptDeltas) {
+  WriteChain("");
+  ASSERT_TRUE(PruneCheckpoints(Path("checkpoints"), 1).ok());
+  EXPECT_EQ(ListCheckpoints(Path("checkpoints")).size(), 3u);
+  Train(*table_, 2);
+  ASSERT_TRUE(Write(*table_, 40).ok());
+  Train(*table_, 2);
+  ASSERT_TRUE(Write(*table_, 50, "step-40", "step-40", 1).ok());
+  ASSERT_TRUE(PruneCheckpoints(Path("checkpoints"), 1).ok());
+  const auto left = ListCheckpoints(Path("checkpoints"));
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].first, 40);
+  EXPECT_EQ(left[1].first, 50);
+  ASSERT_TRUE(Restore(Path("checkpoints/step-50"), Path("x.bin")).ok());
 }
 
 }  // namespace

@@ -262,6 +262,7 @@ void BindTrain(ConfigBinder& b, TrainConfig& c) {
   t.eval_every_steps = b.Int("train.eval_every_steps", 0, Range::Closed(0, kMaxInt));
   t.checkpoint_every_steps = b.Int("train.checkpoint_every_steps", 0, Range::Closed(0, kMaxInt));
   t.keep_checkpoints = b.Int("train.keep_checkpoints", 3, Range::Closed(1, 1000000));
+  t.checkpoint_full_every = b.Int("train.checkpoint_full_every", 1, Range::Closed(1, 1000000));
   t.checkpoint_dir = b.String("train.checkpoint_dir", "");
   if (!t.checkpoint_dir.empty() && t.checkpoint_dir.rfind("s3://", 0) != 0) {
     b.AddError("train.checkpoint_dir", "must be an object-store prefix such as s3://bucket/runs/x/checkpoints "
@@ -368,6 +369,9 @@ void BindDist(ConfigBinder& b, TrainConfig& c) {
       b.AddError("train.checkpoint_every_steps", "needs dist.mode sync (async checkpoints at the end and on SIGTERM)");
     }
     if (c.train.accumulate_steps > 1) b.AddError("train.accumulate_steps", "needs dist.mode sync");
+    if (t.checkpoint_full_every > 1) {
+      b.AddError("train.checkpoint_full_every", "needs dist.mode sync (async checkpoints only at the end: set 1)");
+    }
   }
   c.dist.timeout_s = b.Double("dist.timeout_s", 300.0, Range{0, 1e6, true, false});
   c.dist.batch_per_rank = b.String("dist.batch", "global", {"global", "per_rank"}) == "per_rank";

@@ -54,6 +54,10 @@ struct TrainerSettings {
   int64_t eval_every_steps = 0;        // 0 = evaluate only at the end of each epoch
   int64_t checkpoint_every_steps = 0;  // 0 = checkpoint only at the end (and on SIGINT/SIGTERM)
   int64_t keep_checkpoints = 3;
+  // Incremental checkpoints: every this-many-th checkpoint is full, the ones between are deltas
+  // of the embedding tables' changes since the previous checkpoint (docs/formats/checkpoint.md).
+  // 1 = every checkpoint full (tables keep no change record).
+  int64_t checkpoint_full_every = 1;
   // Where checkpoints are kept besides RUN_DIR/checkpoints/ (their local staging copy): empty, or
   // an object-store prefix such as s3://bucket/runs/x/checkpoints that each checkpoint is
   // uploaded to (meta.json last) and --resume reads from (docs/storage.md).

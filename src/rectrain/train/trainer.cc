@@ -76,8 +76,11 @@ class TrainLoop {
   void PublishNow();
   Status RunEval(const char* why);
   bool EarlyStop();
+  // Writes a checkpoint at this step (a delta when train.checkpoint_full_every says so), unless
+  // one is there already.
   Status Checkpoint();
   Status Finish();
+  Status PublishModel(const std::string& model_dir);
   void LogOracle();
   Status RunAsync();
   void WriteSummary();
@@ -133,6 +136,12 @@ class TrainLoop {
   TrainSummary summary_;
   internal::JobFigures figures_;  // as of the last RefreshJobFigures
   int64_t last_checkpoint_step_ = -1;
+  // Incremental checkpoints: the full checkpoint ("step-N") the deltas rest on, the deltas
+  // written on it so far (-1: no checkpoint yet to rest on), whether the last one is full (a
+  // delta checkpoint cannot be the final model by itself).
+  std::string chain_base_;
+  int64_t chain_length_ = -1;
+  bool last_checkpoint_full_ = true;
   bool agreed_error_ = false;
   int64_t local_rows_in_epoch_ = 0;  // this rank's rows of the epoch (shards resumes from them)
   double base_train_seconds_ = 0;    // from earlier sessions (resume)
@@ -190,8 +199,14 @@ Status TrainLoop::SetupLocal() {
     RECTRAIN_ASSIGN_OR_RETURN(meta_, internal::RestoreRun(resume, lc_, job_, model_.get(), log));
     last_checkpoint_step_ = meta_.step;
     summary_.last_checkpoint = *resume.dir;
+    chain_base_ = meta_.delta() ? meta_.base : std::filesystem::path(*resume.dir).filename().string();
+    chain_length_ = meta_.chain_length;
+    last_checkpoint_full_ = !meta_.delta();
     base_train_seconds_ = meta_.train_seconds;
     rejected_before_ = lead() ? meta_.rows_rejected_total : 0;  // counted once for the job
+  }
+  if (c_.train.checkpoint_full_every > 1) {
+    for (embedding::EmbeddingTable* t : model_->bundle.tables) t->TrackChanges(true);  // after the restore
   }
   meta_.config_hash = lc_.hash;
   meta_.model_type = c_.model.type;
@@ -524,6 +539,10 @@ bool TrainLoop::EarlyStop() {
 Status TrainLoop::Checkpoint() {
   if (last_checkpoint_step_ == meta_.step && !summary_.last_checkpoint.empty()) return OkStatus();
   const std::string step = std::to_string(meta_.step);
+  const bool delta = chain_length_ >= 0 && chain_length_ + 1 < c_.train.checkpoint_full_every;
+  meta_.base = delta ? chain_base_ : "";
+  meta_.previous = delta ? std::filesystem::path(summary_.last_checkpoint).filename().string() : "";
+  meta_.chain_length = delta ? chain_length_ + 1 : 0;
   Phase("the checkpoint at step " + step + " (the job's figures)");
   Stopwatch sw;
   RECTRAIN_RETURN_IF_ERROR(RefreshJobFigures());
@@ -552,7 +571,11 @@ Status TrainLoop::Checkpoint() {
   since_checkpoint_.Reset();
   last_checkpoint_step_ = meta_.step;
   summary_.last_checkpoint = dir;
-  Log("checkpoint " + dir + " (" + Fixed(sw.Seconds(), 2) + "s)");
+  if (!delta) chain_base_ = "step-" + step;
+  chain_length_ = meta_.chain_length;
+  last_checkpoint_full_ = !delta;
+  Log((delta ? "checkpoint (delta " + std::to_string(meta_.chain_length) + " on " + chain_base_ + ") " : "checkpoint ") +
+      dir + " (" + Fixed(sw.Seconds(), 2) + "s)");
   if (opt_.observer != nullptr && lead()) opt_.observer->OnCheckpoint(meta_.step, dir);
   return OkStatus();
 }
@@ -568,8 +591,7 @@ Status TrainLoop::Finish() {
   if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();
   const std::string model_dir = opt_.run_dir + "/model";
   Phase("the publication of the model at step " + std::to_string(meta_.step));
-  Status published = lead() ? internal::PublishModelDir(summary_.last_checkpoint, model_dir) : OkStatus();
-  RECTRAIN_RETURN_IF_ERROR(Agreed(dist::AgreeOk(*job_.comm, published)));
+  RECTRAIN_RETURN_IF_ERROR(PublishModel(model_dir));
   summary_.model_dir = model_dir;
   if (!valid_) return OkStatus();
   if (!summary_.has_valid || meta_.last_eval_step != meta_.step) {
@@ -577,6 +599,21 @@ Status TrainLoop::Finish() {
   }
   if (lead() && model_->classes == 1) LogOracle();
   return OkStatus();
+}
+
+// RUN_DIR/model/: hard links to the last checkpoint, or, when that is a delta (which needs its
+// chain), the model written whole.
+Status TrainLoop::PublishModel(const std::string& model_dir) {
+  if (!last_checkpoint_full_) {
+    CheckpointMeta whole = meta_;
+    whole.base.clear();
+    whole.previous.clear();
+    whole.chain_length = 0;
+    const internal::ModelBundle& b = model_->bundle;
+    return Agreed(WriteCheckpoint(model_dir, whole, b.params, model_->optimizer.get(), b.tables, job_.comm));
+  }
+  Status published = lead() ? internal::PublishModelDir(summary_.last_checkpoint, model_dir) : OkStatus();
+  return Agreed(dist::AgreeOk(*job_.comm, published));
 }
 
 void TrainLoop::LogOracle() {

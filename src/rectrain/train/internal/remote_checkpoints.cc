@@ -20,16 +20,20 @@ Status FetchNewerCheckpoint(const std::string& remote_root, const std::string& l
   if (remote.empty()) return OkStatus();
   const auto local = checkpoint::ListCheckpoints(local_root);
   if (!local.empty() && local.back().first >= remote.back().first) return OkStatus();
-  const std::string name = "step-" + std::to_string(remote.back().first);
-  const std::string dst = local_root + "/" + name;
-  const std::string tmp = dst + ".tmp";
-  std::error_code ec;
-  std::filesystem::remove_all(tmp, ec);
-  RECTRAIN_RETURN_IF_ERROR(io::CopyTree(remote.back().second, tmp, "meta.json"))
-      << "while downloading checkpoint " << remote.back().second;
-  std::filesystem::remove_all(dst, ec);
-  std::filesystem::rename(tmp, dst, ec);
-  if (ec) return ErrnoToStatus(ec.value(), "cannot rename " + tmp + " to " + dst);
+  // A delta comes with its chain (the full checkpoint and the deltas before it), oldest first,
+  // so that the newest is renamed into place last.
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> chain, checkpoint::ResolveChain(remote.back().second));
+  for (const std::string& from : chain) {
+    const std::string name = std::filesystem::path(from).filename().string();
+    const std::string dst = local_root + "/" + name;
+    const std::string tmp = dst + ".tmp";
+    std::error_code ec;
+    std::filesystem::remove_all(tmp, ec);
+    RECTRAIN_RETURN_IF_ERROR(io::CopyTree(from, tmp, "meta.json")) << "while downloading checkpoint " << from;
+    std::filesystem::remove_all(dst, ec);
+    std::filesystem::rename(tmp, dst, ec);
+    if (ec) return ErrnoToStatus(ec.value(), "cannot rename " + tmp + " to " + dst);
+  }
   return OkStatus();
 }
 

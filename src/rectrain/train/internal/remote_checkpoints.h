@@ -22,7 +22,8 @@ Status UploadCheckpoint(const std::string& local_dir, const std::string& remote_
 
 // Makes the newest complete checkpoint of `remote_root` available under `local_root` (the
 // run's checkpoints directory) when it is newer than every local one: downloaded into
-// "<local_root>/step-N.tmp" and renamed to step-N once whole. OK (and nothing done) when the
+// "<local_root>/step-N.tmp" and renamed to step-N once whole; a delta checkpoint with every
+// checkpoint of its chain (checkpoint::ResolveChain: a broken chain in the store is its error). OK (and nothing done) when the
 // store has no checkpoint or none newer than the local ones.
 Status FetchNewerCheckpoint(const std::string& remote_root, const std::string& local_root);
 
