@@ -31,6 +31,7 @@
 #include "rectrain/stream/testing/servers.h"
 #include "tests/http_util.h"
 #include "tests/process_util.h"
+#include "rectrain/testing/table_file.h"
 #include "tests/test_util.h"
 
 #ifndef RECTRAIN_BINARY
