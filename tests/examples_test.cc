@@ -45,10 +45,10 @@ TEST(Examples, EveryExampleConfigParsesAndBuildsItsModel) {
 TEST(Examples, FashionMnistMlpParsesAndBuildsItsModel) {
   auto c = config::LoadTrainConfig(SourceDir() + "/examples/fashion_mnist_mlp.yaml", {});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->config.data.schema.format, "idx");
+  EXPECT_EQ(c->config.data.schema.format, data::DataFormat::kIdx);
   EXPECT_EQ(c->config.model.type, "mlp");
   EXPECT_EQ(c->config.model.num_classes, 10);
-  EXPECT_EQ(c->config.train.early_stopping.metric, "accuracy");
+  EXPECT_EQ(c->config.train.early_stopping.metric, config::EarlyStoppingMetric::kAccuracy);
   auto model = nn::MakeModel(c->config.model, {}, 784, c->config.embedding);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->num_outputs(), 10);
@@ -90,7 +90,7 @@ TEST(Examples, LibsvmExamplesParseAndBuildTheirModels) {
     SCOPED_TRACE(k.name);
     auto c = config::LoadTrainConfig(SourceDir() + "/examples/libsvm/" + k.name + ".yaml", {});
     ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_EQ(c->config.data.schema.format, k.format);
+    EXPECT_STREQ(data::FormatName(c->config.data.schema.format), k.format.c_str());
     EXPECT_EQ(c->config.model.type, k.model);
     auto model = nn::MakeModel(c->config.model, k.sparse, 6, c->config.embedding);
     ASSERT_TRUE(model.ok()) << model.status();

@@ -35,6 +35,8 @@ class NamedEnum {
 
   template <size_t N>
   constexpr explicit NamedEnum(const Entry (&entries)[N]) : entries_(entries, N) {}
+  // A part of another table (the names a config accepts, say, of all a manifest may hold).
+  constexpr explicit NamedEnum(std::span<const Entry> entries) : entries_(entries) {}
 
   // The name of `value`; "?" for a value the table does not list (a programming error).
   const char* Name(E value) const {

@@ -7,6 +7,7 @@
 // (data/tsv_export.h) and data::ExportParquet (data/parquet_export.h); this file only maps flags.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,8 +109,9 @@ namespace {
 // The flags of `data convert` and what they say.
 struct ConvertArgs {
   std::vector<std::string> inputs;
-  std::string to, out, config_path, format = "auto", delimiter, label = "label", columns, dense, sparse, codec;
+  std::string to, out, config_path, delimiter, label = "label", columns, dense, sparse, codec;
   std::string target_size, numbers = "auto";
+  std::optional<data::DataFormat> format;  // without --config; unset: auto
   std::vector<std::string> sets;
   bool header = false;
   int64_t block_rows = data::CacheWriteOptions{}.block_rows, threads = 1;
@@ -145,7 +147,7 @@ Result<bool> ParseConvertArgs(const std::vector<std::string>& args, ConvertArgs*
   flags.String("out", &a->out, "the output (PATH.rtc, PATH.tsv, PATH.parquet, or a directory with --target-size)");
   flags.String("config", &a->config_path, "take schema and transforms from this training config");
   flags.Repeated("set", &a->sets, "override a config key (with --config)");
-  flags.String("format", &a->format, "without --config: auto | criteo | csv | tsv | parquet | libsvm | libffm");
+  flags.Enum("format", &a->format, data::kConfigDataFormats, "without --config: the input format");
   flags.Bool("header", &a->header, "csv/tsv: the first line names the columns");
   flags.String("delimiter", &a->delimiter, "csv delimiter (default ,)");
   flags.String("columns", &a->columns, "csv/tsv without header: comma-separated column names");
@@ -170,7 +172,7 @@ Result<bool> ParseConvertArgs(const std::vector<std::string>& args, ConvertArgs*
 Status ConvertConfig(const ConvertArgs& a, data::DataConfig* d, data::ReadOptions* ro) {
   if (!a.config_path.empty()) {
     if (a.header || !a.delimiter.empty() || !a.columns.empty() || !a.dense.empty() || !a.sparse.empty() ||
-        a.format != "auto") {
+        a.format) {
       return InvalidArgumentError("schema flags and --config exclude each other; "
                                   "change the config with --set data.KEY=VALUE instead");
     }
@@ -179,17 +181,17 @@ Status ConvertConfig(const ConvertArgs& a, data::DataConfig* d, data::ReadOption
     *ro = loaded.config.read;
   } else {
     if (!a.sets.empty()) return InvalidArgumentError("--set needs --config");
-    d->schema.format = a.format;
+    d->schema.format = a.format.value_or(data::DataFormat::kAuto);
     d->schema.header = a.header;
     if (!a.delimiter.empty()) d->schema.delimiter = a.delimiter == "\\t" || a.delimiter == "tab" ? '\t' : a.delimiter[0];
-    if (a.format == "csv" && a.delimiter.empty()) d->schema.delimiter = ',';
+    if (d->schema.format == data::DataFormat::kCsv && a.delimiter.empty()) d->schema.delimiter = ',';
     d->schema.label = a.label;
     d->schema.columns = SplitList(a.columns);
     d->schema.dense = SplitList(a.dense);
     d->schema.sparse = SplitList(a.sparse);
   }
   d->files = a.inputs;  // standardize/quantiles statistics: the config's data.train, else the inputs
-  d->cache = "off";
+  d->cache = data::CacheMode::kOff;
   ro->num_threads = static_cast<int>(a.threads);
   return OkStatus();
 }

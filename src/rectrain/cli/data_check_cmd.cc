@@ -98,14 +98,16 @@ int RunDataStats(const std::vector<std::string>& args) {
       files.push_back(a);
     }
   }
-  std::string format = "auto", delimiter, label = "label", columns, dense_keys, sparse_keys;
+  std::string delimiter, label = "label", columns, dense_keys, sparse_keys;
   std::vector<std::string> transforms;
   bool header = false, json = false, progress = false;
   int64_t threads = 2;
-  FlagParser flags(kCmd, "FILES... [--format auto|criteo|csv|tsv|parquet|libsvm|libffm] [--header] [--json] ...",
+  FlagParser flags(kCmd, "FILES... [--format auto|criteo|csv|tsv|parquet|libsvm|libffm|idx] [--header] [--json] ...",
                    "Profiles sample files: rows per file, per column the non-null ratio, min, max,\n"
                    "mean and approximate distinct count, and the label rate (docs/data.md).");
-  flags.String("format", &format, "auto (default: parquet for *.parquet, else criteo) | criteo | csv | tsv | parquet | libsvm | libffm");
+  data::SchemaConfig schema;
+  schema.format = data::DataFormat::kAuto;
+  flags.Enum("format", &schema.format, data::kConfigDataFormats, "the input format; auto: parquet for *.parquet, else criteo");
   flags.String("dense", &dense_keys, "libsvm/libffm: comma-separated dense indices/fields, e.g. 1..13");
   flags.String("sparse", &sparse_keys, "libffm: comma-separated categorical fields, e.g. 0..38 (libsvm: the bag's name)");
   flags.Bool("header", &header, "csv/tsv: the first line names the columns");
@@ -123,19 +125,13 @@ int RunDataStats(const std::vector<std::string>& args) {
   }
   if (files.empty()) return ReportError(kCmd, InvalidArgumentError("no FILES given"));
   if (threads < 1) return ReportError(kCmd, InvalidArgumentError("--threads must be >= 1"));
-  static const std::vector<std::string> kFormats = {"auto", "criteo", "csv", "tsv", "parquet", "libsvm", "libffm"};
-  if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
-    return ReportError(kCmd, InvalidArgumentError("--format must be one of auto, criteo, csv, tsv, parquet, libsvm, libffm; got \"" + format + "\""));
-  }
-  data::SchemaConfig schema;
-  schema.format = format;
   schema.header = header;
   schema.label = label;
   if (!delimiter.empty()) {
     if (delimiter == "tab" || delimiter == "\\t") delimiter = "\t";
     if (delimiter.size() != 1) return ReportError(kCmd, InvalidArgumentError("--delimiter must be one character"));
     schema.delimiter = delimiter[0];
-  } else if (format == "csv") {
+  } else if (schema.format == data::DataFormat::kCsv) {
     schema.delimiter = ',';
   }
   auto split_list = [](const std::string& text, std::vector<std::string>* out) {

@@ -23,6 +23,10 @@ void FlagParser::Repeated(const std::string& name, std::vector<std::string>* out
 void FlagParser::Bool(const std::string& name, bool* out, const std::string& help) {
   flags_.push_back({name, Kind::kBool, out, help});
 }
+void FlagParser::AddParsed(const std::string& name, const std::string& help,
+                           std::function<Status(const std::string&)> parse) {
+  flags_.push_back({name, Kind::kParsed, nullptr, help, false, std::move(parse)});
+}
 void FlagParser::Positional(const std::string& name, std::string* out, bool required,
                             const std::string& help) {
   positionals_.push_back({name, out, required, help});
@@ -102,6 +106,9 @@ Status FlagParser::Parse(const std::vector<std::string>& args) {
           *static_cast<int64_t*>(f->out) = v;
           break;
         }
+        case Kind::kParsed:
+          RECTRAIN_RETURN_IF_ERROR(f->parse(value));
+          break;
         case Kind::kBool:
           break;
       }
@@ -136,7 +143,7 @@ std::string FlagParser::Help() const {
   for (const auto& f : flags_) {
     std::string left = "--" + f.name;
     if (f.kind == Kind::kInt) left += " N";
-    if (f.kind == Kind::kString || f.kind == Kind::kRepeated) left += " VALUE";
+    if (f.kind == Kind::kString || f.kind == Kind::kRepeated || f.kind == Kind::kParsed) left += " VALUE";
     line(left, f.help + (f.kind == Kind::kRepeated ? " (repeatable)" : ""));
   }
   line("-h, --help", "show this help");

@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "rectrain/base/named_enum.h"
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
 
@@ -25,6 +27,17 @@ class FlagParser {
   void Int(const std::string& name, int64_t* out, const std::string& help);
   void Repeated(const std::string& name, std::vector<std::string>* out, const std::string& help);
   void Bool(const std::string& name, bool* out, const std::string& help);
+  // A mode, parsed here at the edge: the value must be one of `names` ("flag --precision: "x"
+  // is not one of fp32, bf16"); *out keeps its value when the flag is absent. The help lists
+  // the names. `names` must outlive the parser (the NamedEnum tables are constexpr globals).
+  template <typename E, typename Out>
+  void Enum(const std::string& name, Out* out, const NamedEnum<E>& names, const std::string& help) {
+    AddParsed(name, help + " (" + names.List() + ")", [out, &names, name](const std::string& value) -> Status {
+      RECTRAIN_ASSIGN_OR_RETURN(E v, names.Parse(value, "flag --" + name));
+      *out = v;
+      return OkStatus();
+    });
+  }
   // Positionals are filled in order; `required` ones must be present.
   void Positional(const std::string& name, std::string* out, bool required, const std::string& help);
 
@@ -33,14 +46,16 @@ class FlagParser {
   std::string Help() const;
 
  private:
-  enum class Kind { kString, kInt, kRepeated, kBool };
+  enum class Kind { kString, kInt, kRepeated, kBool, kParsed };
   struct Flag {
     std::string name;
     Kind kind;
     void* out;
     std::string help;
     bool seen = false;
+    std::function<Status(const std::string&)> parse;  // kParsed
   };
+  void AddParsed(const std::string& name, const std::string& help, std::function<Status(const std::string&)> parse);
   struct Pos {
     std::string name;
     std::string* out;

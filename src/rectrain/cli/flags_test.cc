@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "rectrain/cli/exit_codes.h"
 
 namespace rectrain::cli {
@@ -24,6 +26,28 @@ TEST(FlagParser, ParsesAllKinds) {
   EXPECT_EQ(n, 12);
   EXPECT_EQ(r, (std::vector<std::string>{"x=1", "y=2"}));
   EXPECT_TRUE(b);
+}
+
+enum class Mode : uint8_t { kFast, kSafe };
+constexpr NamedEnum<Mode>::Entry kModeEntries[] = {{Mode::kFast, "fast"}, {Mode::kSafe, "safe"}};
+constexpr NamedEnum<Mode> kModes(kModeEntries);
+
+TEST(FlagParser, EnumFlagsAreParsedAtTheEdge) {
+  std::optional<Mode> unset, set;
+  Mode plain = Mode::kFast;
+  FlagParser p("rectrain x", "", "desc");
+  p.Enum("unset", &unset, kModes, "not given");
+  p.Enum("set", &set, kModes, "given");
+  p.Enum("plain", &plain, kModes, "a default kept unless given");
+  ASSERT_TRUE(p.Parse({"--set", "safe", "--plain=safe"}).ok());
+  EXPECT_FALSE(unset.has_value());
+  EXPECT_EQ(set, Mode::kSafe);
+  EXPECT_EQ(plain, Mode::kSafe);
+  EXPECT_NE(p.Help().find("--set VALUE"), std::string::npos);
+  EXPECT_NE(p.Help().find("given (fast, safe)"), std::string::npos);
+  FlagParser q("rectrain x", "", "desc");
+  q.Enum("set", &set, kModes, "");
+  EXPECT_EQ(q.Parse({"--set", "slow"}).message(), "flag --set: \"slow\" is not one of fast, safe");
 }
 
 TEST(FlagParser, Errors) {

@@ -2,6 +2,7 @@
 // Predictor as `rectrain serve` (docs/serving.md).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/cli/commands.h"
@@ -19,7 +20,7 @@ int RunPredict(const std::vector<std::string>& args) {
   std::string model_dir, out_path;
   std::vector<std::string> files;
   int64_t threads = 2, readers = 1, batch = 4096;
-  std::string precision;
+  std::optional<nn::GemmPrecision> precision;
   FlagParser flags(kCmd, "MODEL_DIR --data FILE [--data FILE ...] --out FILE",
                    "Scores every row of the files (the training data's layout, label column included:\n"
                    "its value is ignored) and writes one line per row: the probability, or for\n"
@@ -31,7 +32,7 @@ int RunPredict(const std::vector<std::string>& args) {
   flags.Int("threads", &threads, "compute threads (default 2)");
   flags.Int("readers", &readers, "parse threads (default 1)");
   flags.Int("batch-size", &batch, "rows per scored batch (default 4096)");
-  flags.String("precision", &precision, "GEMM precision: fp32 or bf16 (default: the model's)");
+  flags.Enum("precision", &precision, nn::kGemmPrecisions, "GEMM precision (default: the model's)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
@@ -44,7 +45,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!predictor.ok()) return ReportError(kCmd, predictor.status());
   data::DataConfig dc = (*predictor)->data_config();
   dc.files = files;
-  dc.cache = "off";
+  dc.cache = data::CacheMode::kOff;
   dc.filters.clear();  // every row gets a score, in order
   dc.negative_downsampling = 1.0;
   data::ReadOptions ro;

@@ -2,6 +2,7 @@
 // docs/serving.md).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -22,7 +23,7 @@ int RunServe(const std::vector<std::string>& args) {
           max_rows = so.max_request_rows, poll_ms = 2000, max_body = 32 << 20, max_connections = 512,
           idle_timeout_ms = 5000;
   bool no_verify = false;
-  std::string precision;
+  std::optional<nn::GemmPrecision> precision;
   FlagParser flags(kCmd, "MODEL_PATH [--port P] [--host H --token T] [--max-batch N] [--max-wait-us U]",
                    "Serves MODEL_PATH (a model written by rectrain export, or a directory of numbered\n"
                    "versions: the highest complete one is served, and newer ones load in the background\n"
@@ -42,7 +43,7 @@ int RunServe(const std::vector<std::string>& args) {
   flags.Int("max-body-bytes", &max_body, "request body limit (default 32 MiB; more: 413)");
   flags.String("cache-dir", &so.cache_dir, "MODEL_PATH on an object store (s3://...): local copy of its versions (default .rectrain/model-cache/...)");
   flags.Int("poll-ms", &poll_ms, "how often a versions directory is checked (default 2000; 0: only on /v1/reload)");
-  flags.String("precision", &precision, "GEMM precision: fp32 or bf16 (default: the model's; predictions then equal rectrain eval's)");
+  flags.Enum("precision", &precision, nn::kGemmPrecisions, "GEMM precision (default: the model's; predictions then equal rectrain eval's)");
   flags.Bool("no-verify", &no_verify, "skip the checksum pass when loading (faster cold start; sizes are still checked)");
   if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
   if (flags.help_requested()) {

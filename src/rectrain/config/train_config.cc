@@ -52,12 +52,12 @@ void BindData(ConfigBinder& b, TrainConfig& c) {
   c.valid_files = b.StringList("data.valid", {});
   data::SchemaConfig& schema = c.data.schema;
   schema.format =
-      b.String("data.format", "auto", {"auto", "criteo", "csv", "tsv", "parquet", "libsvm", "libffm", "idx"});
+      BindEnum(b, "data.format", data::DataFormat::kAuto, data::kConfigDataFormats);
   schema.criteo_dense = static_cast<int>(b.Int("data.criteo_dense", 13, Range::Closed(0, 10000)));
   schema.criteo_sparse =
       static_cast<int>(b.Int("data.criteo_sparse", 26, Range::Closed(0, 10000)));
   const std::string delimiter =
-      b.String("data.delimiter", schema.format == "csv" ? "," : "\t");
+      b.String("data.delimiter", schema.format == data::DataFormat::kCsv ? "," : "\t");
   if (auto d = ParseDelimiter(delimiter)) {
     schema.delimiter = *d;
   } else {
@@ -101,7 +101,7 @@ void BindData(ConfigBinder& b, TrainConfig& c) {
   c.data.negative_downsampling =
       b.Double("data.negative_downsampling", 1.0, Range{0, 1, true, false});
   c.data.cache_dir = b.String("data.cache_dir", "");
-  c.data.cache = b.String("data.cache", "auto", {"off", "auto", "build"});
+  c.data.cache = BindEnum(b, "data.cache", data::CacheMode::kAuto, data::kCacheModes);
   c.data.filters = b.StringList("data.filters", {});
   for (size_t i = 0; i < c.data.filters.size(); ++i) {
     if (auto f = data::ParseRowFilter(c.data.filters[i]); !f.ok()) {
@@ -135,7 +135,9 @@ void BindModel(ConfigBinder& b, TrainConfig& c) {
   for (const auto& [field, dim] : b.IntMap("model.field_dims", {}, Range::Closed(1, 4096))) {
     c.model.field_dims[field] = static_cast<int>(dim);
   }
-  c.model.field_pooling = b.StringMap("model.field_pooling", {}, {"sum", "mean"});
+  for (const auto& [field, pooling] : b.StringMap("model.field_pooling", {}, nn::kPoolings.Names())) {
+    c.model.field_pooling[field] = nn::kPoolings.Find(pooling).value_or(nn::Pooling::kSum);  // the binder checked the name
+  }
   c.model.hidden.clear();
   for (int64_t h : b.IntList("model.hidden", {400, 400, 400}, Range::Closed(1, kMaxWidth))) {
     c.model.hidden.push_back(static_cast<int>(h));
@@ -269,11 +271,12 @@ void BindTrain(ConfigBinder& b, TrainConfig& c) {
                "(local checkpoints always live in RUN_DIR/checkpoints), got \"" + t.checkpoint_dir + "\"");
   }
   t.log_every_steps = b.Int("train.log_every_steps", 100, Range::Closed(1, kMaxInt));
-  t.early_stopping.metric = b.String("train.early_stopping.metric", "auc", {"auc", "logloss", "accuracy"});
+  using Metric = EarlyStoppingMetric;
+  t.early_stopping.metric = BindEnum(b, "train.early_stopping.metric", Metric::kAuc, kEarlyStoppingMetrics);
   t.accumulate_steps = b.Int("train.accumulate_steps", 1, Range::Closed(1, 4096));
-  if (t.early_stopping.metric == "auc" && c.model.num_classes > 1) {
-    t.early_stopping.metric = "accuracy";  // AUC is a binary metric; a classifier's default is accuracy
-  } else if (t.early_stopping.metric == "accuracy" && c.model.num_classes == 1) {
+  if (t.early_stopping.metric == Metric::kAuc && c.model.num_classes > 1) {
+    t.early_stopping.metric = Metric::kAccuracy;  // AUC is a binary metric; a classifier's default is accuracy
+  } else if (t.early_stopping.metric == Metric::kAccuracy && c.model.num_classes == 1) {
     b.AddError("train.early_stopping.metric", "accuracy needs model.num_classes >= 2; a CTR model watches auc or logloss");
   }
   t.early_stopping.patience = b.Int("train.early_stopping.patience", 0, Range::Closed(0, kMaxInt));
@@ -399,10 +402,10 @@ void CheckCrossKeys(ConfigBinder& b, const TrainConfig& c) {
         return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
       });
   // libsvm defaults to one categorical feature holding every index (docs/formats/libsvm.md).
-  if ((schema.format == "auto" ? all_parquet
-                               : schema.format != "criteo" && schema.format != "libsvm" && schema.format != "idx") &&
+  if ((schema.format == data::DataFormat::kAuto ? all_parquet
+                               : schema.format != data::DataFormat::kCriteo && schema.format != data::DataFormat::kLibsvm && schema.format != data::DataFormat::kIdx) &&
       schema.dense.empty() && schema.sparse.empty()) {
-    b.AddError("data.format", (schema.format == "auto" ? std::string("parquet") : schema.format) + " needs data.dense and/or data.sparse column names");
+    b.AddError("data.format", std::string(schema.format == data::DataFormat::kAuto ? "parquet" : data::FormatName(schema.format)) + " needs data.dense and/or data.sparse column names");
   }
 }
 

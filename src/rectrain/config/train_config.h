@@ -27,14 +27,21 @@
 #include "rectrain/data/reader.h"
 #include "rectrain/embedding/embedding_table.h"
 #include "rectrain/nn/model_config.h"
+#include "rectrain/base/named_enum.h"
 #include "rectrain/optim/lr_schedule.h"
 #include "rectrain/optim/optimizer.h"
 #include "rectrain/stream/stream_config.h"
 
 namespace rectrain::config {
 
+// train.early_stopping.metric: auc, accuracy (higher is better) | logloss (lower is better).
+enum class EarlyStoppingMetric : uint8_t { kAuc, kLogloss, kAccuracy };
+inline constexpr NamedEnum<EarlyStoppingMetric>::Entry kEarlyStoppingMetricEntries[] = {
+    {EarlyStoppingMetric::kAuc, "auc"}, {EarlyStoppingMetric::kLogloss, "logloss"}, {EarlyStoppingMetric::kAccuracy, "accuracy"}};
+inline constexpr NamedEnum<EarlyStoppingMetric> kEarlyStoppingMetrics(kEarlyStoppingMetricEntries);
+
 struct EarlyStoppingConfig {
-  std::string metric = "auc";  // auc, accuracy (higher is better) | logloss (lower is better)
+  EarlyStoppingMetric metric = EarlyStoppingMetric::kAuc;
   int64_t patience = 0;        // evaluations without improvement before stopping; 0 = off
   double min_delta = 0.0;      // an improvement must exceed this
 };

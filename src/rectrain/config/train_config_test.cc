@@ -200,7 +200,7 @@ TEST(TrainConfig, DataPipelineKeys) {
       "  transforms: {age: \"fill(30) | log1p | standardize\", genres: \"split('|', 5)\"}\n");
   ASSERT_TRUE(c.ok()) << c.status();
   const data::DataConfig& d = c->config.data;
-  EXPECT_EQ(d.schema.format, "tsv");
+  EXPECT_EQ(d.schema.format, data::DataFormat::kTsv);
   EXPECT_EQ(d.filters, (std::vector<std::string>{"label not null", "country in [us, de]"}));
   EXPECT_DOUBLE_EQ(d.negative_downsampling, 0.25);
   EXPECT_EQ(d.cache_dir, "/tmp/cc");
@@ -215,7 +215,7 @@ TEST(TrainConfig, DataPipelineKeys) {
 TEST(TrainConfig, DataPipelineDefaults) {
   auto c = Load("data: {train: a.tsv}\n");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->config.data.schema.format, "auto");
+  EXPECT_EQ(c->config.data.schema.format, data::DataFormat::kAuto);
   EXPECT_DOUBLE_EQ(c->config.data.negative_downsampling, 1.0);
   EXPECT_TRUE(c->config.data.filters.empty());
   EXPECT_TRUE(c->config.data.transforms.empty());
@@ -332,7 +332,7 @@ TEST(TrainConfig, ClassifierKeys) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->config.model.num_classes, 10);
   EXPECT_EQ(c->config.train.accumulate_steps, 4);
-  EXPECT_EQ(c->config.train.early_stopping.metric, "accuracy");  // auc does not apply
+  EXPECT_EQ(c->config.train.early_stopping.metric, EarlyStoppingMetric::kAccuracy);  // auc does not apply
   auto wrong_type = Load("data: {train: a.tsv}\nmodel: {type: deepfm, num_classes: 3}\n");
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_NE(wrong_type.status().message().find("3 classes need model.type: mlp"), std::string::npos);

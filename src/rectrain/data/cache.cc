@@ -521,7 +521,7 @@ Result<CacheInfo> WriteCacheFrom(BatchReader& reader, const DataConfig& source, 
   counts.source_files = rs.files;
   counts.source_bytes = rs.bytes_read;
   const int64_t raw = writer->raw_bytes();
-  RECTRAIN_RETURN_IF_ERROR(writer->Finish(key, DataSignature(source), source.schema.format, counts));
+  RECTRAIN_RETURN_IF_ERROR(writer->Finish(key, DataSignature(source), FormatName(source.schema.format), counts));
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CacheFile> check, CacheFile::Open(path));
   CacheInfo info = InfoOf(*check);
   info.built = true;

@@ -83,21 +83,21 @@ std::string TooManyBadRows(int64_t count, int64_t max_bad_rows, std::string_view
   return s;
 }
 
-std::string BadPair(std::string_view file, int64_t line, int64_t column, std::string_view format,
+std::string BadPair(std::string_view file, int64_t line, int64_t column, DataFormat format,
                     std::string_view text) {
-  const bool ffm = format == "libffm";
-  return Where(file, line, column) + ": expected a " + std::string(format) + " pair " +
+  const bool ffm = format == DataFormat::kLibffm;
+  return Where(file, line, column) + ": expected a " + std::string(FormatName(format)) + " pair " +
          (ffm ? "<field>:<index>:<value> (e.g. \"3:17:1\")" : "<index>:<value> (e.g. \"17:1\")") +
          " with non-negative integer " + (ffm ? "field and index" : "index") +
          " and a finite value, got \"" + Snippet(text) + "\"";
 }
 
-std::string BadWeight(std::string_view file, int64_t line, int64_t column, std::string_view format,
+std::string BadWeight(std::string_view file, int64_t line, int64_t column, DataFormat format,
                       std::string_view feature, std::string_view text) {
   return Where(file, line, column) + ": categorical pair \"" + Snippet(text) + "\" of feature " +
          std::string(feature) +
          " has a value other than 1, but rectrain ids carry no weight: only 1 is accepted; "
-         "declare the " + (format == "libffm" ? "field" : "index") +
+         "declare the " + (format == DataFormat::kLibffm ? "field" : "index") +
          " in data.dense to use the value as a dense feature, or write the value as 1";
 }
 
@@ -110,8 +110,8 @@ std::string UndeclaredField(std::string_view file, int64_t line, int64_t column,
 }
 
 std::string DuplicateDenseKey(std::string_view file, int64_t line, int64_t column,
-                              std::string_view format, int64_t key, std::string_view text) {
-  return Where(file, line, column) + ": dense " + (format == "libffm" ? "field " : "index ") +
+                              DataFormat format, int64_t key, std::string_view text) {
+  return Where(file, line, column) + ": dense " + (format == DataFormat::kLibffm ? "field " : "index ") +
          std::to_string(key) + " appears twice in the line (\"" + Snippet(text) +
          "\"); a dense feature takes one value per row";
 }
@@ -122,9 +122,9 @@ std::string EmptyFile(std::string_view path, bool has_header) {
 }
 
 std::string BinaryFileAsText(std::string_view path, std::string_view kind, std::string_view magic,
-                             std::string_view format, std::string_view fix) {
+                             DataFormat format, std::string_view fix) {
   return std::string(path) + " is a " + std::string(kind) + " (it starts with " + std::string(magic) +
-         ") but data.format is " + std::string(format) + "; set data.format: " + std::string(fix) +
+         ") but data.format is " + std::string(FormatName(format)) + "; set data.format: " + std::string(fix) +
          " (or auto), or point data.train/data.valid at the text files";
 }
 

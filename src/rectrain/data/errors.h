@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "rectrain/data/format.h"
+
 namespace rectrain::data::errors {
 
 inline constexpr std::string_view kMaxBadRowsHint =
@@ -54,16 +56,16 @@ std::string StrictBadRow(std::string_view bad_row_message);
 std::string TooManyBadRows(int64_t count, int64_t max_bad_rows, std::string_view rejects_file,
                            std::string_view last_message);
 
-// libsvm / libffm (docs/formats/libsvm.md). `format` is "libsvm" or "libffm".
+// libsvm / libffm (docs/formats/libsvm.md). `format` is kLibsvm or kLibffm.
 inline constexpr std::string_view kExpectedPairLabel = "0 or 1 (or -1 / +1)";
 // "<file>:<line>:<column>: expected a <format> pair <index>:<value> (libffm:
 //  <field>:<index>:<value>) with a non-negative integer index, got \"<snippet>\""
-std::string BadPair(std::string_view file, int64_t line, int64_t column, std::string_view format,
+std::string BadPair(std::string_view file, int64_t line, int64_t column, DataFormat format,
                     std::string_view text);
 // "<file>:<line>:<column>: index <index> of feature <feature> has value <value> in \"<pair>\",
 //  but categorical ids carry no weight: only 1 is accepted; declare the index/field in
 //  data.dense to use the value as a dense feature, or write the value as 1"
-std::string BadWeight(std::string_view file, int64_t line, int64_t column, std::string_view format,
+std::string BadWeight(std::string_view file, int64_t line, int64_t column, DataFormat format,
                       std::string_view feature, std::string_view text);
 // "<file>:<line>:<column>: field <key> in \"<pair>\" is not declared; add \"<key>\" to
 //  data.sparse or data.dense (a range such as \"0..38\" declares many fields)"
@@ -72,7 +74,7 @@ std::string UndeclaredField(std::string_view file, int64_t line, int64_t column,
 // "<file>:<line>:<column>: dense <index|field> <key> appears twice in the line (\"<pair>\"); a
 //  dense feature takes one value per row"
 std::string DuplicateDenseKey(std::string_view file, int64_t line, int64_t column,
-                              std::string_view format, int64_t key, std::string_view text);
+                              DataFormat format, int64_t key, std::string_view text);
 
 // "<path> is empty: it has no rows" / "<path> has a header but no rows".
 std::string EmptyFile(std::string_view path, bool has_header);
@@ -80,6 +82,6 @@ std::string EmptyFile(std::string_view path, bool has_header);
 // "<path> is a <Parquet file | rectrain sample cache> (it starts with <magic>) but data.format is
 //  <format>; set data.format: <parquet | cache> (or auto)" — a binary file given to a text format.
 std::string BinaryFileAsText(std::string_view path, std::string_view kind, std::string_view magic,
-                             std::string_view format, std::string_view fix);
+                             DataFormat format, std::string_view fix);
 
 }  // namespace rectrain::data::errors

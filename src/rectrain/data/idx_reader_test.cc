@@ -46,8 +46,8 @@ void WriteGz(const std::string& path, const std::string& bytes) {
 DataConfig Idx(const std::vector<std::string>& files) {
   DataConfig c;
   c.files = files;
-  c.schema.format = "idx";
-  c.cache = "off";
+  c.schema.format = DataFormat::kIdx;
+  c.cache = CacheMode::kOff;
   return c;
 }
 
@@ -70,7 +70,7 @@ TEST(IdxReader, ValuesOfPlainAndGzippedFiles) {
   EXPECT_EQ(rows->stats.files, 2);
   // format auto recognises the names.
   DataConfig a = Idx({dir.Path("a-images-idx3-ubyte")});
-  a.schema.format = "auto";
+  a.schema.format = DataFormat::kAuto;
   auto again = ReadAll(a, o);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->labels.size(), 3000u);

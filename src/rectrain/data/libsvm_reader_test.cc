@@ -23,7 +23,7 @@ float L(double x) { return static_cast<float>(std::log1p(x)); }
 DataConfig Libsvm(const std::string& path, std::vector<std::string> dense = {}) {
   DataConfig c;
   c.files = {path};
-  c.schema.format = "libsvm";
+  c.schema.format = DataFormat::kLibsvm;
   c.schema.dense = std::move(dense);
   c.hash_seed = 3;
   return c;
@@ -33,7 +33,7 @@ DataConfig Libffm(const std::string& path, std::vector<std::string> dense,
                   std::vector<std::string> sparse) {
   DataConfig c;
   c.files = {path};
-  c.schema.format = "libffm";
+  c.schema.format = DataFormat::kLibffm;
   c.schema.dense = std::move(dense);
   c.schema.sparse = std::move(sparse);
   c.hash_seed = 3;

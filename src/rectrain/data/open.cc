@@ -26,34 +26,31 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 
 // Cache files are read as such whatever data.format says (parsing them as text never helps).
 bool ReadsCacheFiles(const DataConfig& config, const std::vector<std::string>& paths) {
-  if (config.schema.format == "cache") return true;
+  if (config.schema.format == DataFormat::kCache) return true;
   return !paths.empty() && std::all_of(paths.begin(), paths.end(), [](const std::string& p) { return EndsWith(p, ".rtc"); });
 }
 
 }  // namespace
 
 Result<std::unique_ptr<BatchReader>> OpenBatchReader(const DataConfig& config, const ReadOptions& options) {
-  if (config.cache != "off" && config.cache != "auto" && config.cache != "build") {
-    return InvalidArgumentError("data.cache must be off, auto or build, got \"" + config.cache + "\"");
-  }
   {
     Result<std::vector<std::string>> paths = io::ExpandPaths(config.files);
-    if (config.schema.format == "cache" && !paths.ok()) return paths.status();
+    if (config.schema.format == DataFormat::kCache && !paths.ok()) return paths.status();
     if (paths.ok() && ReadsCacheFiles(config, *paths)) {
       return OpenCacheReader(*paths, options, "", internal::DataSignature(config));
     }
     // IDX image datasets are read whole into memory: no keyed cache in front of them.
-    if (config.schema.format == "idx" || (config.schema.format == "auto" && paths.ok() && internal::LooksLikeIdx(*paths))) {
+    if (config.schema.format == DataFormat::kIdx || (config.schema.format == DataFormat::kAuto && paths.ok() && internal::LooksLikeIdx(*paths))) {
       return internal::OpenIdxReader(config, options);
     }
   }
-  if (config.cache == "off") return internal::OpenParsingReader(config, options);
+  if (config.cache == CacheMode::kOff) return internal::OpenParsingReader(config, options);
   Result<std::string> key = CacheKey(config);
   if (!key.ok()) return internal::OpenParsingReader(config, options);
   Result<std::optional<CacheInfo>> found = FindCache(config);
   if (!found.ok()) return internal::OpenParsingReader(config, options);
   std::optional<CacheInfo> info = *found;
-  if (!info && config.cache == "build") {
+  if (!info && config.cache == CacheMode::kBuild) {
     RECTRAIN_ASSIGN_OR_RETURN(CacheInfo built, BuildCache(config, options, CacheWriteOptions{}));
     info = built;
   }
@@ -78,7 +75,7 @@ Result<CacheInfo> BuildCache(const DataConfig& config, const ReadOptions& read,
     path = CachePath(config, key);
   }
   DataConfig src = config;
-  src.cache = "off";
+  src.cache = CacheMode::kOff;
   ReadOptions ro = read;
   ro.shuffle = false;
   ro.skip_rows = 0;

@@ -190,7 +190,7 @@ class Exporter {
   const ParquetExportOptions& options_;
   const std::string out_;
   std::vector<std::string> paths_;
-  std::string format_;
+  DataFormat format_ = DataFormat::kCriteo;
   std::vector<std::string> header_columns_;
   std::vector<bool> list_columns_;
   std::string header_line_;
@@ -226,13 +226,13 @@ Status Exporter::Prepare() {
   if (config_.max_bad_rows < 0) return InvalidArgumentError("data.max_bad_rows must be >= 0");
   RECTRAIN_ASSIGN_OR_RETURN(paths_, io::ExpandPaths(config_.files));
   RECTRAIN_ASSIGN_OR_RETURN(format_, internal::ResolveFormat(config_.schema.format, paths_));
-  if (format_ == "cache" || format_ == "idx") {
-    return InvalidArgumentError("--to parquet reads sample files (criteo, csv, tsv, libsvm, libffm, parquet), not format " + format_);
+  if (format_ == DataFormat::kCache || format_ == DataFormat::kIdx) {
+    return InvalidArgumentError("--to parquet reads sample files (criteo, csv, tsv, libsvm, libffm, parquet), not format " + std::string(FormatName(format_)));
   }
   DataConfig c = config_;
   c.schema.format = format_;
-  const bool header = (format_ == "csv" || format_ == "tsv") && c.schema.header;
-  if (format_ == "parquet") {
+  const bool header = (format_ == DataFormat::kCsv || format_ == DataFormat::kTsv) && c.schema.header;
+  if (format_ == DataFormat::kParquet) {
     RECTRAIN_ASSIGN_OR_RETURN(first_parquet_, ParquetFile::Open(paths_[0]));
     for (const io::parquet::ColumnSchema& s : first_parquet_->schema()) {
       if (!header_columns_.empty() && header_columns_.back() == s.name) continue;  // struct leaves
@@ -242,10 +242,10 @@ Status Exporter::Prepare() {
   } else if (header) {
     RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> f, io::RandomAccessFile::Open(paths_[0]));
     RECTRAIN_ASSIGN_OR_RETURN(header_line_, FirstLine(*f));
-    const char delim = format_ == "tsv" ? '\t' : (c.schema.delimiter == '\t' ? ',' : c.schema.delimiter);
+    const char delim = format_ == DataFormat::kTsv ? '\t' : (c.schema.delimiter == '\t' ? ',' : c.schema.delimiter);
     header_columns_ = internal::SplitHeader(header_line_, delim, true);
   }
-  copy_only_ = format_ == "parquet" && c.schema.dense.empty() && c.schema.sparse.empty();
+  copy_only_ = format_ == DataFormat::kParquet && c.schema.dense.empty() && c.schema.sparse.empty();
   if (copy_only_) {
     columns_ = internal::ParquetRawColumns(*first_parquet_, header_columns_, &notes_);
     if (columns_.empty()) return InvalidArgumentError(paths_[0] + " has no column the Parquet writer can hold");
@@ -499,10 +499,10 @@ void Exporter::FillReadBack(ParquetExportInfo* info) const {
   d = config_;
   d.files = options_.target_part_bytes > 0 ? std::vector<std::string>{out_ + "/part-*.parquet"} : info->files;
   info->yaml = "data:\n  train: " + quote(d.files[0]) + "\n  format: parquet\n";
-  d.schema.format = "parquet";
+  d.schema.format = DataFormat::kParquet;
   if (copy_only_) return;  // the input's own schema reads the copy
   d.schema = SchemaConfig{};
-  d.schema.format = "parquet";
+  d.schema.format = DataFormat::kParquet;
   d.schema.label = plan_.columns[plan_.label_column].name;
   d.schema.dense = plan_.dense_names;
   d.schema.sparse = plan_.sparse_names;
@@ -518,7 +518,7 @@ Result<ParquetExportInfo> Exporter::Run() {
   Stopwatch sw;
   RECTRAIN_RETURN_IF_ERROR(Prepare());
   for (int i = 0; i < static_cast<int>(paths_.size()); ++i) {
-    Status s = format_ == "parquet" ? ReadParquet(i) : ReadText(i);
+    Status s = format_ == DataFormat::kParquet ? ReadParquet(i) : ReadText(i);
     if (!s.ok()) return s;
   }
   RECTRAIN_RETURN_IF_ERROR(Handoff());

@@ -26,7 +26,7 @@ ParquetExportInfo RoundTrip(const DataConfig& config, const std::string& out, Pa
   EXPECT_TRUE(info.ok()) << info.status().ToString();
   if (!info.ok()) return {};
   DataConfig back = info->read_back;
-  back.cache = "off";
+  back.cache = CacheMode::kOff;
   for (const bool shuffle : {false, true}) {
     ReadOptions ro;
     ro.batch_size = 100;
@@ -61,7 +61,7 @@ TEST(ParquetExportTest, CriteoRoundTripIsBitExact) {
   DataConfig c;
   c.files = {g.out};
   c.hash_seed = 11;
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   ParquetExportOptions o;
   o.row_group_rows = 1000;
   const ParquetExportInfo info = RoundTrip(c, dir.Path("out.parquet"), o);
@@ -94,7 +94,7 @@ TEST(ParquetExportTest, CsvKeepsEveryColumnAndItsText) {
   }
   DataConfig c;
   c.files = {dir.Write("r.csv", text)};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.delimiter = ',';
   c.schema.header = true;
   c.schema.dense = {"age", "score"};
@@ -104,7 +104,7 @@ TEST(ParquetExportTest, CsvKeepsEveryColumnAndItsText) {
                   {"user_movie", "cross(user, movie)"}, {"age_bucket", "col(age) | bucketize(20, 40)"}};
   c.filters = {"movie not null"};
   c.cache_dir = dir.Path("cache");
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   ParquetExportOptions o;
   o.row_group_rows = 128;
   const ParquetExportInfo info = RoundTrip(c, dir.Path("out.parquet"), o);
@@ -122,18 +122,18 @@ TEST(ParquetExportTest, LibsvmAndLibffmListsRoundTrip) {
   TempDir dir;
   DataConfig s;
   s.files = {dir.Write("a.libsvm", "1 1:0.5 7:1 9:1\n0 3:1 007:1\n-1 2:1 4:1\n+1 1:3\n0\n")};
-  s.schema.format = "libsvm";
+  s.schema.format = DataFormat::kLibsvm;
   s.schema.dense = {"1", "2"};
-  s.cache = "off";
+  s.cache = CacheMode::kOff;
   ParquetExportInfo info = RoundTrip(s, dir.Path("svm.parquet"));
   EXPECT_EQ(Types(info), (std::vector<std::string>{"label INT32", "1 DOUBLE", "2 INT64", "features LIST<STRING>"}));
   DataConfig f;
   f.files = {dir.Write("a.ffm", "1 0:5:1 1:3:2.5 2:7:1\n0 0:1:1 2:9:1 2:10:1\n1 1:4:1\n")};
-  f.schema.format = "libffm";
+  f.schema.format = DataFormat::kLibffm;
   f.schema.dense = {"1"};
   f.schema.sparse = {"0", "2"};
   f.transforms = {{"2", "max_len(1)"}};
-  f.cache = "off";
+  f.cache = CacheMode::kOff;
   info = RoundTrip(f, dir.Path("ffm.parquet"));
   EXPECT_EQ(Types(info), (std::vector<std::string>{"label INT32", "1 DOUBLE", "0 LIST<STRING>", "2 LIST<STRING>"}));
   // A transformed label is a number.
@@ -147,12 +147,12 @@ TEST(ParquetExportTest, ParquetInputKeepsTypesListsAndNulls) {
   DataConfig c;
   c.files = {std::string(RECTRAIN_PARQUET_FIXTURES) + "/duckdb_snappy_v1.parquet",
              std::string(RECTRAIN_PARQUET_FIXTURES) + "/pqwasm_zstd_v2.parquet"};
-  c.schema.format = "parquet";
+  c.schema.format = DataFormat::kParquet;
   c.schema.dense = {"i32", "f32", "f64"};
   c.schema.sparse = {"i64", "c_low", "seq", "tags"};
   c.transforms = {{"f64", "clip(-5, 5) | standardize"}, {"tags", "max_len(2)"}};
   c.cache_dir = dir.Path("cache");
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   ParquetExportOptions o;
   o.row_group_rows = 1000;
   const ParquetExportInfo info = RoundTrip(c, dir.Path("pq.parquet"), o);
@@ -180,7 +180,7 @@ TEST(ParquetExportTest, PartsOfTargetSizeKeepRowOrder) {
   }
   DataConfig c;
   c.files = {dir.Path("in/*.tsv")};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   ParquetExportOptions o;
   o.row_group_rows = 500;
   o.target_part_bytes = 100000;
@@ -216,8 +216,8 @@ TEST(ParquetExportTest, ParquetWithoutFeaturesIsCopiedAsItIs) {
   TempDir dir;
   DataConfig c;
   c.files = {std::string(RECTRAIN_PARQUET_FIXTURES) + "/pqwasm_*_v1.parquet"};
-  c.schema.format = "parquet";
-  c.cache = "off";
+  c.schema.format = DataFormat::kParquet;
+  c.cache = CacheMode::kOff;
   ParquetExportOptions o;
   o.row_group_rows = 1000;
   o.target_part_bytes = 100000;
@@ -243,11 +243,11 @@ TEST(ParquetExportTest, BadRowsFollowTheReadersRules) {
   TempDir dir;
   DataConfig c;
   c.files = {dir.Write("b.tsv", "label\tx\tc\n1\t2\tq\n1\tabc\tq\n0\t3\tr\n2\t4\ts\n")};
-  c.schema.format = "tsv";
+  c.schema.format = DataFormat::kTsv;
   c.schema.header = true;
   c.schema.dense = {"x"};
   c.schema.sparse = {"c"};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   auto strict = ExportParquet(c, {}, dir.Path("s.parquet"));
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.status().message().find("b.tsv:3:3: field x: expected a finite number"), std::string::npos)
@@ -272,11 +272,11 @@ TEST(ParquetExportTest, FirstRowGroupDecidesIntegerColumns) {
   text += "0\t2.5\tq\n";
   DataConfig c;
   c.files = {dir.Write("n.tsv", text)};
-  c.schema.format = "tsv";
+  c.schema.format = DataFormat::kTsv;
   c.schema.header = true;
   c.schema.dense = {"x"};
   c.schema.sparse = {"c"};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   ParquetExportOptions o;
   o.row_group_rows = 5;
   auto r = ExportParquet(c, o, dir.Path("n.parquet"));

@@ -27,7 +27,7 @@ std::string Fixture(const std::string& name) {
 DataConfig Config(const std::string& file, bool text) {
   DataConfig c;
   c.files = {file};
-  c.schema.format = text ? "tsv" : "auto";
+  c.schema.format = text ? DataFormat::kTsv : DataFormat::kAuto;
   c.schema.header = text;
   c.schema.label = "label";
   c.schema.dense = {"i32", "f32", "f64", "i64d"};

@@ -116,7 +116,7 @@ DataConfig Criteo(const std::vector<std::string>& files) {
   c.files = files;
   c.schema.criteo_dense = 2;
   c.schema.criteo_sparse = 2;
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   return c;
 }
 
@@ -196,11 +196,11 @@ TEST(RankShares, TextSharesAreBalancedByBytesNotFiles) {
 TEST(RankShares, ParquetRowGroupsPartitionThePass) {
   DataConfig c;
   c.files = {std::string(RECTRAIN_PARQUET_FIXTURES) + "/pqwasm_snappy_v1.parquet"};
-  c.schema.format = "parquet";
+  c.schema.format = DataFormat::kParquet;
   c.schema.label = "label";
   c.schema.dense = {"i32", "f64"};
   c.schema.sparse = {"c_low", "s_high"};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   ReadOptions o;
   o.batch_size = 100;
   for (int world : {2, 3}) ExpectRankSharesPartition(c, o, world);
@@ -278,7 +278,7 @@ TEST(BinaryInputAsText, ParquetAndCacheFilesAreNamed) {
 #ifdef RECTRAIN_PARQUET_FIXTURES
   {
     DataConfig c = Criteo({std::string(RECTRAIN_PARQUET_FIXTURES) + "/duckdb_snappy_v1.parquet"});
-    c.schema.format = "criteo";
+    c.schema.format = DataFormat::kCriteo;
     auto r = OpenBatchReader(c, ReadOptions());
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);

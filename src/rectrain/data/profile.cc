@@ -155,14 +155,14 @@ bool AtCap(const io::LineReader& in, const FileResult& r, int64_t cap) {
   return !in.AtEnd();
 }
 
-Status ProfileText(const std::string& path, const std::string& format, const SchemaConfig& schema,
+Status ProfileText(const std::string& path, DataFormat format, const SchemaConfig& schema,
                    const LabelSpec& label, int64_t cap, FileResult* r) {
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::LineReader> reader, io::LineReader::Open(path));
   io::LineReader& in = *reader;
-  const char delim = format == "csv" ? (schema.delimiter == '\t' ? ',' : schema.delimiter) : '\t';
+  const char delim = format == DataFormat::kCsv ? (schema.delimiter == '\t' ? ',' : schema.delimiter) : '\t';
   std::string line;
   std::vector<std::string> fields;
-  if (format == "criteo") {
+  if (format == DataFormat::kCriteo) {
     r->names.push_back("label");
     for (int i = 1; i <= schema.criteo_dense; ++i) r->names.push_back("I" + std::to_string(i));
     for (int i = 1; i <= schema.criteo_sparse; ++i) r->names.push_back("C" + std::to_string(i));
@@ -176,7 +176,7 @@ Status ProfileText(const std::string& path, const std::string& format, const Sch
     r->names = fields;
   } else {
     if (schema.columns.empty()) {
-      return InvalidArgumentError(format + " without a header needs the column names (data.columns / --columns)");
+      return InvalidArgumentError(std::string(FormatName(format)) + " without a header needs the column names (data.columns / --columns)");
     }
     r->names = schema.columns;
   }
@@ -365,7 +365,7 @@ Status ProfileCache(const std::string& path, const LabelSpec& label, int64_t cap
 Status ProfileIdx(const std::string& path, const LabelSpec& label, int64_t cap, FileResult* r) {
   DataConfig c;
   c.files = {path};
-  c.schema.format = "idx";
+  c.schema.format = DataFormat::kIdx;
   ReadOptions o;
   o.batch_size = 16384;
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, internal::OpenIdxReader(c, o));
@@ -446,24 +446,24 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
                           ? 0
                           : std::max<int64_t>(1, (max_rows + static_cast<int64_t>(files.size()) - 1) /
                                                      static_cast<int64_t>(files.size()));
-  std::string format = schema.format;
+  DataFormat format = schema.format;
   // *.rtc files are sample caches whatever data.format says (as OpenBatchReader reads them).
   const bool cache = !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) {
     return f.size() >= 4 && f.compare(f.size() - 4, 4, ".rtc") == 0;
   });
-  if (cache || format == "cache") {
-    format = "cache";
-  } else if (format == "auto" && internal::LooksLikeIdx(files)) {
-    format = "idx";
-  } else if (format == "auto") {
+  if (cache || format == DataFormat::kCache) {
+    format = DataFormat::kCache;
+  } else if (format == DataFormat::kAuto && internal::LooksLikeIdx(files)) {
+    format = DataFormat::kIdx;
+  } else if (format == DataFormat::kAuto) {
     const bool parquet = std::all_of(files.begin(), files.end(), [](const std::string& f) {
       return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
     });
-    format = parquet ? "parquet" : "criteo";
+    format = parquet ? DataFormat::kParquet : DataFormat::kCriteo;
   }
   LabelSpec label;
-  label.column = format == "criteo" || format == "idx" || (format == "cache" && schema.label.empty()) ? "label" : schema.label;
-  if (format == "cache" || format == "idx") {
+  label.column = format == DataFormat::kCriteo || format == DataFormat::kIdx || (format == DataFormat::kCache && schema.label.empty()) ? "label" : schema.label;
+  if (format == DataFormat::kCache || format == DataFormat::kIdx) {
     // the stored label is already transformed
   } else if (auto it = transforms.find(label.column); it != transforms.end()) {
     Result<FeatureTransform> t = ParseTransform(it->second);
@@ -485,13 +485,13 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
       if (i >= total) return;
       FileResult& r = results[i];
       r.file.path = files[i];
-      if (format == "parquet") {
+      if (format == DataFormat::kParquet) {
         statuses[i] = ProfileParquet(files[i], label, cap, &r);
-      } else if (format == "cache") {
+      } else if (format == DataFormat::kCache) {
         statuses[i] = ProfileCache(files[i], label, cap, &r);
-      } else if (format == "idx") {
+      } else if (format == DataFormat::kIdx) {
         statuses[i] = ProfileIdx(files[i], label, cap, &r);
-      } else if (format == "libsvm" || format == "libffm") {
+      } else if (format == DataFormat::kLibsvm || format == DataFormat::kLibffm) {
         SchemaConfig s = schema;
         s.format = format;
         statuses[i] = ProfilePairs(files[i], s, label, cap, &r);

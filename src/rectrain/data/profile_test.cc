@@ -31,7 +31,7 @@ class ProfileTest : public ::testing::Test {
 
 SchemaConfig Csv(std::string label = "label") {
   SchemaConfig s;
-  s.format = "csv";
+  s.format = DataFormat::kCsv;
   s.delimiter = ',';
   s.header = true;
   s.label = std::move(label);
@@ -84,7 +84,7 @@ TEST_F(ProfileTest, LibsvmAndLibffmColumns) {
   // and a weighted categorical pair are bad rows.
   const std::string a = Write("a.svm", "1 1:3 17:1 5:1\n-1 1:0.5 7:1\n+1 2:1\n1 x:1\n0 3:0.5\n");
   SchemaConfig s;
-  s.format = "libsvm";
+  s.format = DataFormat::kLibsvm;
   s.dense = {"1"};
   auto p = ProfileFiles({a}, s, {}, 1);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -107,7 +107,7 @@ TEST_F(ProfileTest, LibsvmAndLibffmColumns) {
 
   const std::string b = Write("b.ffm", "1 0:0:5 1:10:1 2:10:1\n0 1:3:1\n1 9:1:1\n");
   SchemaConfig f;
-  f.format = "libffm";
+  f.format = DataFormat::kLibffm;
   f.dense = {"0"};
   f.sparse = {"1..2"};
   p = ProfileFiles({b}, f, {}, 1);
@@ -160,7 +160,7 @@ TEST_F(ProfileTest, CsvColumnsFilesAndLabel) {
 TEST_F(ProfileTest, LabelTransformAndProgress) {
   const std::string a = Write("r.tsv", "rating\tu\n9\ta\n7\tb\n8\tc\n3\td\n");
   SchemaConfig s = Csv("rating");
-  s.format = "tsv";
+  s.format = DataFormat::kTsv;
   std::vector<std::pair<int64_t, int64_t>> calls;
   auto p = ProfileFiles({a}, s, {{"rating", "binarize(8)"}}, 1,
                         [&](int64_t d, int64_t t) { calls.emplace_back(d, t); });
@@ -180,7 +180,7 @@ TEST_F(ProfileTest, DistinctIsApproximate) {
 
 TEST_F(ProfileTest, CriteoAndErrors) {
   SchemaConfig s;
-  s.format = "auto";
+  s.format = DataFormat::kAuto;
   s.criteo_dense = 1;
   s.criteo_sparse = 1;
   auto p = ProfileFiles({Write("c.tsv", "1\t5\tab\n0\t\t\n")}, s, {}, 1);
@@ -203,7 +203,7 @@ TEST_F(ProfileTest, CriteoAndErrors) {
 TEST_F(ProfileTest, ParquetFixture) {
   const std::string dir = RECTRAIN_PARQUET_FIXTURES;
   SchemaConfig s;
-  s.format = "auto";
+  s.format = DataFormat::kAuto;
   auto p = ProfileFiles({dir + "/duckdb_snappy_v1.parquet"}, s, {}, 1);
   if (!p.ok() && p.status().code() == StatusCode::kNotFound) GTEST_SKIP() << p.status();
   ASSERT_TRUE(p.ok()) << p.status();

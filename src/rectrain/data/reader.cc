@@ -386,7 +386,7 @@ class TextBatchReader final : public BatchReader {
 
   Result<RowLayout> row_layout() const override {
     RowLayout layout{.format = plan_.format};
-    if (plan_.header || plan_.format == "parquet") {
+    if (plan_.header || plan_.format == DataFormat::kParquet) {
       for (const auto& c : plan_.columns) layout.header.push_back(c.name);
     }
     for (const auto* features : {&plan_.dense, &plan_.sparse}) {
@@ -646,8 +646,8 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
   RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config_in.files));
   DataConfig config = config_in;
   RECTRAIN_ASSIGN_OR_RETURN(config.schema.format, internal::ResolveFormat(config_in.schema.format, paths));
-  const bool parquet = config.schema.format == "parquet";
-  const bool header = (config.schema.format == "csv" || config.schema.format == "tsv") && config.schema.header;
+  const bool parquet = config.schema.format == DataFormat::kParquet;
+  const bool header = (config.schema.format == DataFormat::kCsv || config.schema.format == DataFormat::kTsv) && config.schema.header;
   std::vector<FileInfo> files;
   std::vector<std::string> header_columns;
   std::vector<bool> list_columns;
@@ -709,7 +709,7 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
       f.header_lines = 1;
       if (files.empty()) {
         header_line0 = line;
-        const char delim = config.schema.format == "tsv"
+        const char delim = config.schema.format == DataFormat::kTsv
                                ? '\t'
                                : (config.schema.delimiter == '\t' ? ',' : config.schema.delimiter);
         header_columns = internal::SplitHeader(line, delim, true);
@@ -814,14 +814,14 @@ Result<RowLayout> BatchReader::row_layout() const {
 }
 
 namespace internal {
-Result<std::string> ResolveFormat(const std::string& format, const std::vector<std::string>& paths) {
+Result<DataFormat> ResolveFormat(DataFormat format, const std::vector<std::string>& paths) {
   int parquet = 0;
   for (const std::string& p : paths) {
     if (p.size() >= 8 && p.compare(p.size() - 8, 8, ".parquet") == 0) ++parquet;
   }
-  if (format != "auto") return format;
-  if (parquet == 0) return std::string("criteo");
-  if (parquet == static_cast<int>(paths.size())) return std::string("parquet");
+  if (format != DataFormat::kAuto) return format;
+  if (parquet == 0) return DataFormat::kCriteo;
+  if (parquet == static_cast<int>(paths.size())) return DataFormat::kParquet;
   return InvalidArgumentError("data.format auto: " + std::to_string(parquet) + " of " +
                               std::to_string(paths.size()) +
                               " files end in .parquet; read Parquet and text files in separate runs");

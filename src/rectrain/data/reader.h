@@ -33,6 +33,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/data/batch.h"
+#include "rectrain/data/format.h"
 #include "rectrain/data/transform.h"
 
 namespace rectrain::data {
@@ -41,9 +42,7 @@ class ReaderBufferPool;  // data/cache.h
 
 // Column layout of text input.
 struct SchemaConfig {
-  // criteo (TSV: label, I1..I<n>, C1..C<m>) | csv | tsv | parquet | auto (added: parquet when
-  // every file ends in .parquet, else criteo).
-  std::string format = "criteo";
+  DataFormat format = DataFormat::kCriteo;  // data/format.h
   int criteo_dense = 13;           // criteo: number of integer columns (seed shape: 50)
   int criteo_sparse = 26;          // criteo: number of categorical columns
   char delimiter = '\t';           // csv: ',' unless set
@@ -80,9 +79,8 @@ struct DataConfig {
   std::vector<std::string> stats_files;
   // Where computed statistics (and the binary cache) are kept; "" = $TMPDIR/rectrain-cache.
   std::string cache_dir;
-  // The sample cache (data/cache.h): off | auto (read the matching cache when one
-  // exists) | build (write it first when missing). Format "cache" reads cache files as input.
-  std::string cache = "auto";
+  // The sample cache (data/cache.h; data/format.h). Format kCache reads cache files as input.
+  CacheMode cache = CacheMode::kAuto;
   // Frozen statistics (an exported serving model's, data/row_parser.h): when set, the
   // standardize / quantiles steps use these, in FeatureStatistics() order, instead of a stats pass.
   std::optional<std::vector<FeatureStats>> feature_stats;
@@ -135,7 +133,7 @@ struct ReaderStats {
 // statistics of the standardize / quantiles steps (dense features first, then sparse, in schema
 // order), as computed from data.train.
 struct RowLayout {
-  std::string format;               // the resolved format: criteo, csv, tsv, libsvm, libffm, parquet
+  DataFormat format = DataFormat::kCriteo;  // resolved: never kAuto
   std::vector<std::string> header;  // empty when the format fixes the columns (criteo, libsvm)
   std::vector<FeatureStats> stats;
 };

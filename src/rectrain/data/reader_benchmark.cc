@@ -100,7 +100,7 @@ BENCHMARK(BM_ParseLines)->Unit(benchmark::kMillisecond)->UseRealTime();
 void ReadCriteo(benchmark::State& state, int threads, int64_t chunk_mib, bool shuffle) {
   DataConfig config;
   config.files = {InputFile()};
-  config.cache = "off";
+  config.cache = CacheMode::kOff;
   ReadOptions opt;
   opt.num_threads = threads;
   opt.batch_size = 4096;
@@ -141,7 +141,7 @@ void BM_ReadParquet(benchmark::State& state) {
   }
   DataConfig config;
   config.files = {path};
-  config.schema.format = "parquet";
+  config.schema.format = DataFormat::kParquet;
   for (int i = 1; i <= 13; ++i) config.schema.dense.push_back("I" + std::to_string(i));
   for (int i = 1; i <= 26; ++i) config.schema.sparse.push_back("C" + std::to_string(i));
   ReadOptions opt;
@@ -169,7 +169,7 @@ const std::string& CacheFile() {
   static const std::string& path = *new std::string([] {
     DataConfig config;
     config.files = {InputFile()};
-    config.cache = "off";
+    config.cache = CacheMode::kOff;
     ReadOptions ro;
     ro.num_threads = 2;
     const std::string p = InputFile() + ".rtc";

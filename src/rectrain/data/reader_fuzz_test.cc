@@ -84,7 +84,7 @@ TEST(ReaderFuzzTest, RandomAndMutatedInputsNeverCrash) {
     opt.shuffle = rng.Below(2) == 0;
     opt.shuffle_buffer_rows = static_cast<int64_t>(rng.Below(8));
     if (iter % 4 == 0) {  // csv with quoting and a header
-      c.schema.format = "csv";
+      c.schema.format = DataFormat::kCsv;
       c.schema.header = rng.Below(2) == 0;
       c.schema.columns = {"label", "a", "b"};
       if (c.schema.header) c.schema.columns.clear();
@@ -140,7 +140,7 @@ TEST(ReaderFuzzTest, MutatedLibsvmAndLibffmNeverCrash) {
     dir.Write("f.svm", input);
     DataConfig c;
     c.files = {path};
-    c.schema.format = ffm ? "libffm" : "libsvm";
+    c.schema.format = ffm ? DataFormat::kLibffm : DataFormat::kLibsvm;
     c.schema.dense = {"1..2"};
     if (ffm) c.schema.sparse = {"0", "3..5"};
     c.max_bad_rows = static_cast<int64_t>(rng.Below(3)) * 5;

@@ -129,7 +129,7 @@ TEST(ReaderTest, CsvWithHeaderQuotingAndGroupKey) {
                                "\"u\"\"2\",0,,q,\n");
   DataConfig c;
   c.files = {path};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.delimiter = '\t';  // the default: csv means ','
   c.schema.header = true;
   c.schema.dense = {"price"};
@@ -155,7 +155,7 @@ TEST(ReaderTest, CsvWithDeclaredColumnsAndTsv) {
   TempDir dir;
   DataConfig c;
   c.files = {dir.Write("a.txt", "3;1;k\n4;0;m\n")};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.delimiter = ';';
   c.schema.columns = {"x", "label", "cat"};
   c.schema.dense = {"x"};
@@ -166,7 +166,7 @@ TEST(ReaderTest, CsvWithDeclaredColumnsAndTsv) {
   EXPECT_EQ(rows->dense[1], (std::vector<float>{L(4)}));
   EXPECT_EQ(rows->ids[0], (std::vector<uint64_t>{FeatureId(0, "k", 0)}));
   c.files = {dir.Write("b.tsv", "x\tlabel\tcat\n3\t1\tk\n")};
-  c.schema.format = "tsv";
+  c.schema.format = DataFormat::kTsv;
   c.schema.columns.clear();
   c.schema.header = true;
   rows = ReadAll(c, ReadOptions());
@@ -208,7 +208,7 @@ TEST(ReaderTest, SchemaErrors) {
   std::string path = dir.Write("a.csv", "a,label,b\n1,0,x\n");
   DataConfig c;
   c.files = {path};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.header = true;
   c.schema.dense = {"a", "nope"};
   auto r = OpenBatchReader(c, ReadOptions());
@@ -221,11 +221,7 @@ TEST(ReaderTest, SchemaErrors) {
   EXPECT_EQ(r.status().message(),
             "format csv needs the column names: set data.schema.header: true (first line names "
             "the columns) or data.schema.columns: [..]");
-  c.schema.format = "orc";
-  r = OpenBatchReader(c, ReadOptions());
-  EXPECT_EQ(r.status().message(),
-            "unknown data.schema.format \"orc\"; expected auto, criteo, csv, tsv, parquet, libsvm or libffm");
-  c.schema.format = "parquet";  // a text file read as Parquet
+  c.schema.format = DataFormat::kParquet;  // a text file read as Parquet
   r = OpenBatchReader(c, ReadOptions());
   EXPECT_EQ(r.status().message(),
             path + ": not a Parquet file: the last 4 bytes are '0,x\\x0a', expected 'PAR1'");
@@ -241,7 +237,7 @@ TEST(ReaderTest, SchemaErrors) {
   // Files with different headers.
   std::string other = dir.Write("b.csv", "a,label,c\n1,0,x\n");
   c.files = {path, other};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.header = true;
   c.schema.dense = {"a"};
   r = OpenBatchReader(c, ReadOptions());
@@ -315,7 +311,7 @@ TEST(ReaderErrorTest, BadQuote) {
   TempDir dir;
   DataConfig c;
   c.files = {dir.Write("a.csv", "label,c\n1,\"abc\n")};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.header = true;
   c.schema.sparse = {"c"};
   EXPECT_EQ(FirstError(c).message(),
@@ -344,7 +340,7 @@ TEST(ReaderErrorTest, FileErrors) {
   EXPECT_EQ(s.message(), "no input files: data.files is empty; set it to paths or globs");
   DataConfig c;
   c.files = {dir.Write("h.csv", "label,x\n")};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.header = true;
   c.schema.dense = {"x"};
   s = FirstError(c);

@@ -23,8 +23,8 @@ RowParser::RowParser(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RowParser::~RowParser() = default;
 
 Result<std::unique_ptr<RowParser>> RowParser::Create(DataConfig config, const RowLayout& layout, Options options) {
-  if (layout.format == "parquet" || layout.format == "cache") {
-    return InvalidArgumentError("a model trained on " + layout.format +
+  if (layout.format == DataFormat::kParquet || layout.format == DataFormat::kCache) {
+    return InvalidArgumentError(std::string("a model trained on ") + FormatName(layout.format) +
                                 " files cannot parse rows of text; train on criteo, csv, tsv, libsvm or libffm "
                                 "files (rectrain data convert --to tsv) to serve it");
   }
@@ -56,7 +56,7 @@ bool RowParser::has_named_columns() const { return !impl_->plan.pairs; }
 Result<std::string> RowParser::LineFromFields(std::span<const std::optional<std::string_view>> fields) const {
   const internal::ParsePlan& plan = impl_->plan;
   if (plan.pairs) {
-    return InvalidArgumentError("a " + plan.format + " model takes rows as lines of text, not by column name");
+    return InvalidArgumentError("a " + std::string(FormatName(plan.format)) + " model takes rows as lines of text, not by column name");
   }
   if (fields.size() != impl_->columns.size()) {
     return InvalidArgumentError("expected " + std::to_string(impl_->columns.size()) + " fields, got " +
@@ -86,7 +86,7 @@ Result<std::string> RowParser::LineFromFields(std::span<const std::optional<std:
       line += v;  // a quote is plain text in a format without quoting
     } else {
       return InvalidArgumentError("field '" + impl_->columns[c] + "' contains the delimiter, which the " +
-                                  plan.format + " layout cannot hold; remove it");
+                                  FormatName(plan.format) + " layout cannot hold; remove it");
     }
   }
   return line;
@@ -121,7 +121,7 @@ std::string ColumnList(const std::vector<std::string>& cols) {
 
 Result<std::string> RowParser::LineFromJson(std::string_view object_text) const {
   if (!has_named_columns()) {
-    return InvalidArgumentError("a " + impl_->plan.format + " layout has no named columns: send rows as lines of text");
+    return InvalidArgumentError("a " + std::string(FormatName(impl_->plan.format)) + " layout has no named columns: send rows as lines of text");
   }
   nlohmann::json j = nlohmann::json::parse(object_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgumentError("not valid JSON");

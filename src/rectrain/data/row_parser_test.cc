@@ -16,13 +16,13 @@ using test_util::TempDir;
 DataConfig CsvConfig(const std::string& path) {
   DataConfig c;
   c.files = {path};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.header = true;
   c.schema.dense = {"age", "price"};
   c.schema.sparse = {"city", "tags"};
   c.transforms = {{"age", "fill(30) | standardize"}, {"price", "log1p | quantiles(4)"}, {"tags", "split('|', 3)"},
                   {"city", "hash(1000)"}};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   return c;
 }
 
@@ -51,7 +51,7 @@ TEST(RowParserTest, LinesParseToTheReadersRows) {
   ASSERT_TRUE(reader.ok());
   auto layout = (*reader)->row_layout();
   ASSERT_TRUE(layout.ok());
-  EXPECT_EQ(layout->format, "csv");
+  EXPECT_EQ(layout->format, DataFormat::kCsv);
   EXPECT_EQ(layout->header, (std::vector<std::string>{"label", "age", "price", "city", "tags"}));
   ASSERT_EQ(layout->stats.size(), 2u);  // age's standardize, price's quantiles
   EXPECT_NEAR(layout->stats[0].mean, (25 + 30 + 61 + 40 + 18) / 5.0, 1e-9);  // the fill counts
@@ -121,7 +121,7 @@ TEST(RowParserTest, LineFromFieldsQuotesOrRefuses) {
   // criteo has no quoting: a tab in a value cannot be written.
   DataConfig cr;
   cr.files = {dir.Write("c.tsv", "1\t" + std::string(12, '\t') + "5" + std::string(26, '\t') + "\n")};
-  cr.cache = "off";
+  cr.cache = CacheMode::kOff;
   auto criteo = ParserFromReader(cr);
   ASSERT_TRUE(criteo.ok()) << criteo.status();
   EXPECT_EQ((*criteo)->columns().size(), 40u);
@@ -192,7 +192,7 @@ TEST(RowParserTest, TrainingRowsOneAtATime) {
 }
 
 TEST(RowParserTest, ParquetLayoutIsRefused) {
-  RowLayout layout{.format = "parquet", .header = {"label"}, .stats = {}};
+  RowLayout layout{.format = DataFormat::kParquet, .header = {"label"}, .stats = {}};
   auto p = RowParser::Create(DataConfig{}, layout);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("rectrain data convert --to tsv"), std::string::npos);

@@ -120,7 +120,7 @@ DataConfig Csv(const TempDir& dir, const std::string& text, std::vector<std::str
                std::vector<std::string> sparse, std::map<std::string, std::string> transforms) {
   DataConfig c;
   c.files = {dir.Write("a.csv", text)};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.header = true;
   c.schema.dense = std::move(dense);
   c.schema.sparse = std::move(sparse);

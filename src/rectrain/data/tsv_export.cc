@@ -132,7 +132,7 @@ Result<TsvExportInfo> ExportTsv(BatchReader* reader, const std::string& out_path
 
   DataConfig& d = info.read_back;
   d.files = {out_path};
-  d.schema.format = "tsv";
+  d.schema.format = DataFormat::kTsv;
   d.schema.header = true;
   d.schema.delimiter = '\t';
   d.schema.label = label;

@@ -34,7 +34,7 @@ TsvExportInfo RoundTrip(const DataConfig& config, const std::string& out) {
   if (!want.ok() || !info.ok()) return {};
   EXPECT_EQ(info->rows, static_cast<int64_t>(want->labels.size()));
   DataConfig back = info->read_back;
-  back.cache = "off";
+  back.cache = CacheMode::kOff;
   auto got = ReadAll(back, ro);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
   if (!got.ok()) return *info;
@@ -53,7 +53,7 @@ TEST(TsvExportTest, CriteoRoundTripIsBitExact) {
   DataConfig c;
   c.files = {g.out};
   c.hash_seed = 11;
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   const TsvExportInfo info = RoundTrip(c, dir.Path("out.tsv"));
   EXPECT_EQ(info.multi_valued, 0);
   EXPECT_FALSE(info.has_group);
@@ -73,7 +73,7 @@ TEST(TsvExportTest, CsvWithMultiValuedGroupAndStatsRoundTrips) {
   }
   DataConfig c;
   c.files = {dir.Write("r.csv", text)};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.delimiter = ',';
   c.schema.header = true;
   c.schema.dense = {"age"};
@@ -81,7 +81,7 @@ TEST(TsvExportTest, CsvWithMultiValuedGroupAndStatsRoundTrips) {
   c.schema.group_key = "user";
   c.transforms = {{"age", "fill(30) | standardize"}, {"genres", "split('|', 3)"}, {"movie", "hash(50)"}};
   c.cache_dir = dir.Path("cache");
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   const TsvExportInfo info = RoundTrip(c, dir.Path("out.tsv"));
   EXPECT_EQ(info.multi_valued, 1);
   EXPECT_TRUE(info.has_group);
@@ -98,9 +98,9 @@ TEST(TsvExportTest, LibsvmAndCacheInputsRoundTrip) {
   TempDir dir;
   DataConfig s;
   s.files = {dir.Write("a.libsvm", "1 1:0.5 7:1 9:1\n0 3:1\n-1 2:1 4:1\n1 1:3\n")};
-  s.schema.format = "libsvm";
+  s.schema.format = DataFormat::kLibsvm;
   s.schema.dense = {"1"};
-  s.cache = "off";
+  s.cache = CacheMode::kOff;
   EXPECT_EQ(RoundTrip(s, dir.Path("svm.tsv")).multi_valued, 1);
 
   // A .rtc cache file as input.
@@ -112,12 +112,12 @@ TEST(TsvExportTest, LibsvmAndCacheInputsRoundTrip) {
   ASSERT_TRUE(GenerateDataset(g).ok());
   DataConfig c;
   c.files = {g.out};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   auto built = BuildCache(c, ReadOptions{}, CacheWriteOptions{}, dir.Path("t.rtc"));
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   DataConfig r;
   r.files = {dir.Path("t.rtc")};
-  r.cache = "off";
+  r.cache = CacheMode::kOff;
   EXPECT_EQ(RoundTrip(r, dir.Path("rtc.tsv")).rows, 700);
 }
 
@@ -125,12 +125,12 @@ TEST(TsvExportTest, ParquetWithListColumnsRoundTrips) {
   TempDir dir;
   DataConfig c;
   c.files = {std::string(RECTRAIN_PARQUET_FIXTURES) + "/duckdb_snappy_v1.parquet"};
-  c.schema.format = "parquet";
+  c.schema.format = DataFormat::kParquet;
   c.schema.dense = {"i32", "f32", "f64"};
   c.schema.sparse = {"i64", "c_low", "seq", "tags"};
   c.transforms = {{"f64", "clip(-5, 5) | standardize"}, {"tags", "max_len(2)"}};
   c.cache_dir = dir.Path("cache");
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   const TsvExportInfo info = RoundTrip(c, dir.Path("pq.tsv"));
   EXPECT_EQ(info.rows, 2200);
   EXPECT_EQ(info.multi_valued, 2);
@@ -141,11 +141,11 @@ TEST(TsvExportTest, ExportErrors) {
   TempDir dir;
   DataConfig c;
   c.files = {dir.Write("a.tsv", "label\tx\tc\n1\t2\tq\n")};
-  c.schema.format = "tsv";
+  c.schema.format = DataFormat::kTsv;
   c.schema.header = true;
   c.schema.dense = {"x"};
   c.schema.sparse = {"c"};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   auto reader = OpenBatchReader(c, ReadOptions{});
   ASSERT_TRUE(reader.ok());
   const std::string bad_out = dir.Path("no/such/dir/out.tsv");
@@ -168,14 +168,14 @@ TEST(TsvExportTest, LabelAndGroupNamesStayFreeAndBadNamesAreErrors) {
   // Features named "label" and "group": the label and group columns become "label_" / "group_".
   DataConfig c;
   c.files = {dir.Write("n.csv", "y,label,group,u\n1,3,a,u1\n0,4,b,u2\n")};
-  c.schema.format = "csv";
+  c.schema.format = DataFormat::kCsv;
   c.schema.delimiter = ',';
   c.schema.header = true;
   c.schema.label = "y";
   c.schema.dense = {"label"};
   c.schema.sparse = {"group"};
   c.schema.group_key = "u";
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   const TsvExportInfo info = RoundTrip(c, dir.Path("n.tsv"));
   EXPECT_EQ(info.read_back.schema.label, "label_");
   EXPECT_EQ(info.read_back.schema.group_key, "group_");
@@ -186,11 +186,11 @@ TEST(TsvExportTest, LabelAndGroupNamesStayFreeAndBadNamesAreErrors) {
   // A name with a tab cannot be a TSV header field.
   DataConfig t;
   t.files = {dir.Write("t.csv", "label,a\tb\n1,3\n")};
-  t.schema.format = "csv";
+  t.schema.format = DataFormat::kCsv;
   t.schema.delimiter = ',';
   t.schema.header = true;
   t.schema.dense = {"a\tb"};
-  t.cache = "off";
+  t.cache = CacheMode::kOff;
   auto reader = OpenBatchReader(t, ReadOptions{});
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   auto r = ExportTsv(reader->get(), dir.Path("t.tsv"));
@@ -204,12 +204,12 @@ TEST(TsvExportTest, HexIdStep) {
   TempDir dir;
   DataConfig c;
   c.files = {dir.Write("h.tsv", "label\tc\tg\n1\t00000000000000ff\tFFFFFFFFFFFFFFFF\n0\t0123456789AbCdEf\t0000000000000001\n")};
-  c.schema.format = "tsv";
+  c.schema.format = DataFormat::kTsv;
   c.schema.header = true;
   c.schema.sparse = {"c"};
   c.schema.group_key = "g";
   c.transforms = {{"c", "hex_id"}, {"g", "hex_id"}};
-  c.cache = "off";
+  c.cache = CacheMode::kOff;
   auto rows = ReadAll(c, ReadOptions{});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->ids.size(), 2u);

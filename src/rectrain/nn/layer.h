@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "rectrain/base/named_enum.h"
 #include "rectrain/base/parallel.h"
 #include "rectrain/base/status.h"
 #include "rectrain/optim/optimizer.h"
@@ -53,6 +54,9 @@ using tensor::MatrixView;
 // weights, output gradients) to bfloat16 and accumulates in fp32; parameters, optimizer state
 // and every other op stay fp32 (mixed precision; docs/decisions/0004-bf16-gemm.md).
 enum class GemmPrecision : uint8_t { kFp32, kBf16 };
+inline constexpr NamedEnum<GemmPrecision>::Entry kGemmPrecisionEntries[] = {{GemmPrecision::kFp32, "fp32"},
+                                                                           {GemmPrecision::kBf16, "bf16"}};
+inline constexpr NamedEnum<GemmPrecision> kGemmPrecisions(kGemmPrecisionEntries);
 
 // Per-call settings (never stored in layers).
 struct LayerContext {

@@ -22,15 +22,22 @@
 #include "rectrain/base/result.h"
 #include "rectrain/base/status.h"
 #include "rectrain/embedding/embedding_table.h"
+#include "rectrain/base/named_enum.h"
 #include "rectrain/optim/optimizer.h"
 
 namespace rectrain::nn {
+
+// How a multi-valued categorical field's rows become one vector (single-valued fields: either
+// is the identity).
+enum class Pooling : uint8_t { kSum, kMean };
+inline constexpr NamedEnum<Pooling>::Entry kPoolingEntries[] = {{Pooling::kSum, "sum"}, {Pooling::kMean, "mean"}};
+inline constexpr NamedEnum<Pooling> kPoolings(kPoolingEntries);  // model.field_pooling values
 
 // Which table a categorical field reads, and how multi-valued fields are pooled.
 struct FieldSpec {
   std::string name;        // "C1"
   int table = 0;           // index into ModelSpec::tables
-  std::string pooling = "sum";  // sum | mean (single-valued fields: either is identity)
+  Pooling pooling = Pooling::kSum;
 };
 
 struct ModelSpec {

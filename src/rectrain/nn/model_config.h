@@ -18,8 +18,7 @@ struct ModelConfig {
   std::string type = "deepfm";          // lr | fm | wide_deep | deepfm | dcn_v2 | xdeepfm | autoint | dlrm | din | mmoe | mlp
   int embedding_dim = 16;               // default dim of every field
   std::map<std::string, int> field_dims;  // per-field override ("C3": 8); not for fm/deepfm
-  std::map<std::string, std::string> field_pooling;  // per-field "sum" (default) | "mean"
-                                                     // for multi-valued fields
+  std::map<std::string, Pooling> field_pooling;  // per-field; kSum when not listed
   std::vector<int> hidden = {400, 400, 400};  // MLP sizes (deep part)
   float dropout = 0.0f;                 // after each hidden activation, training only
   bool layer_norm = false;              // after each hidden Dense, before the activation

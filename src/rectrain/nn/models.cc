@@ -851,8 +851,6 @@ void CheckFieldKeys(const ModelInput& in, const char* type_name, bool equal_dims
   for (const auto& [field, pooling] : c.field_pooling) {
     if (in.FieldIndex(field) < 0) {
       errors.Add("model.field_pooling: \"" + field + "\" is not a categorical field of the schema");
-    } else if (pooling != "sum" && pooling != "mean") {
-      errors.Add("model.field_pooling." + field + ": unknown pooling \"" + pooling + "\"; valid: sum, mean");
     }
   }
 }
@@ -998,11 +996,11 @@ EmbeddingPlan PlanEmbeddings(const ModelInput& in, int lead, const embedding::Em
   for (size_t f = 0; f < in.sparse_names.size(); ++f) {
     const int t = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), emb_dims[f]) - distinct.begin());
     auto pit = c.field_pooling.find(in.sparse_names[f]);
-    const std::string pooling = pit == c.field_pooling.end() ? "sum" : pit->second;
+    const Pooling pooling = pit == c.field_pooling.end() ? Pooling::kSum : pit->second;
     plan.spec.fields.push_back({in.sparse_names[f], t, pooling});
     if (static_cast<int>(f) == plan.history_field) continue;
     if (static_cast<int>(f) == target_field) plan.target_col = col;
-    bag_fields.push_back({in.sparse_names[f], t, pooling == "mean", col});
+    bag_fields.push_back({in.sparse_names[f], t, pooling == Pooling::kMean, col});
     col += emb_dims[f];
   }
   plan.emb_width = col - first_col;

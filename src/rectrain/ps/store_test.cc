@@ -56,7 +56,7 @@ TEST(IdDeduper, ManyIdsWithCollisions) {
 TEST(LocalStore, DedupesPerTableAcrossFields) {
   // Fields 0 and 2 share table 0; field 1 (multi-valued) reads table 1.
   nn::ModelSpec spec;
-  spec.fields = {{"a", 0, "sum"}, {"b", 1, "sum"}, {"c", 0, "sum"}};
+  spec.fields = {{"a", 0, nn::Pooling::kSum}, {"b", 1, nn::Pooling::kSum}, {"c", 0, nn::Pooling::kSum}};
   testing::FakeTable t0("t0", 2), t1("t1", 3);
   auto ws = MakeLocalStore(spec, {&t0, &t1});
   data::Batch batch;
@@ -96,7 +96,7 @@ TEST(LocalStore, DedupesPerTableAcrossFields) {
 // A serving model's store reads its tables (TableReader::Read) and refuses to train.
 TEST(LocalStore, ReadOnlyStoreReadsAndRefusesToTrain) {
   nn::ModelSpec spec;
-  spec.fields = {{"a", 0, "sum"}};
+  spec.fields = {{"a", 0, nn::Pooling::kSum}};
   testing::FakeTable t0("t0", 2);
   auto ws = MakeReadOnlyStore(spec, {&t0});
   data::Batch batch;
@@ -125,7 +125,7 @@ TEST(LocalStore, NoTablesTrains) {
 
 TEST(LocalStore, RejectsMismatchedBatch) {
   nn::ModelSpec spec;
-  spec.fields = {{"a", 0, "sum"}};
+  spec.fields = {{"a", 0, nn::Pooling::kSum}};
   testing::FakeTable t0("t0", 2);
   auto ws = MakeLocalStore(spec, {&t0});
   data::Batch batch;
@@ -161,7 +161,7 @@ TEST(OwnerRank, UniformAndStable) {
 // 0-3 ids per row) reads table 1 (dim 3).
 nn::ModelSpec Spec() {
   nn::ModelSpec spec;
-  spec.fields = {{"a", 0, "sum"}, {"b", 0, "sum"}, {"c", 1, "sum"}};
+  spec.fields = {{"a", 0, nn::Pooling::kSum}, {"b", 0, nn::Pooling::kSum}, {"c", 1, nn::Pooling::kSum}};
   return spec;
 }
 

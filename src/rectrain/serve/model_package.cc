@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -140,7 +141,7 @@ std::string ManifestToJson(const Manifest& m) {
             {"trained_steps", m.trained_steps},
             {"source_run", m.source_run},
             {"min_count", m.min_count},
-            {"data", {{"format", m.layout.format}, {"header", m.layout.header}, {"feature_stats", stats},
+            {"data", {{"format", data::FormatName(m.layout.format)}, {"header", m.layout.header}, {"feature_stats", stats},
                       {"dense", m.dense_names}, {"sparse", m.sparse_names},
                       {"negative_downsampling", m.negative_downsampling}}},
             {"tasks", m.task_names},
@@ -172,7 +173,12 @@ Result<Manifest> ManifestFromJson(std::string_view text, const std::string& sour
     m.source_run = j.at("source_run").get<std::string>();
     m.min_count = j.at("min_count").get<int64_t>();
     const json& d = j.at("data");
-    m.layout.format = d.at("format").get<std::string>();
+    const std::string format = d.at("format").get<std::string>();
+    if (std::optional<data::DataFormat> f = data::kDataFormats.Find(format)) {
+      m.layout.format = *f;
+    } else {
+      return DataLossError(source + ": data.format \"" + format + "\" is not one of " + data::kDataFormats.List());
+    }
     m.layout.header = d.at("header").get<std::vector<std::string>>();
     for (const json& s : d.at("feature_stats")) {
       m.layout.stats.push_back({s.at("mean").get<double>(), s.at("std").get<double>(), s.at("boundaries").get<std::vector<double>>()});

@@ -81,13 +81,11 @@ Status Predictor::BuildModel(const std::string& yaml, const PredictorOptions& op
   data_config_.feature_stats = m.layout.stats;
   nn::ModelConfig mc = s.config.model;
   mc.num_tasks = static_cast<int>(m.task_names.size());
-  if (options.precision == "fp32") {
-    mc.precision = nn::GemmPrecision::kFp32;
-  } else if (options.precision == "bf16") {
-    if (!kernels::Bf16GemmAvailable()) return InvalidArgumentError("precision bf16 needs a CPU with AVX512_BF16; use fp32");
-    mc.precision = nn::GemmPrecision::kBf16;
-  } else if (!options.precision.empty()) {
-    return InvalidArgumentError("precision '" + options.precision + "': choose fp32 or bf16 (or leave it out: the model's)");
+  if (options.precision) {
+    if (*options.precision == nn::GemmPrecision::kBf16 && !kernels::Bf16GemmAvailable()) {
+      return InvalidArgumentError("precision bf16 needs a CPU with AVX512_BF16; use fp32");
+    }
+    mc.precision = *options.precision;
   }
   RECTRAIN_ASSIGN_OR_RETURN(s.model, nn::MakeModel(mc, m.sparse_names, static_cast<int>(m.feature_columns.size()),
                                                    s.config.embedding));

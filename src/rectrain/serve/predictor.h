@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,10 @@ struct PredictorOptions {
   // OpenMP team to that count and gives the caller's setting back when it returns.
   int threads = 2;
   bool verify_checksums = true;  // read every file once to check its XXH64 before mapping it
-  // GEMM precision: "" = the config's model.precision (as `rectrain eval` resolves it on this
-  // machine, so predictions equal eval's), or "fp32" / "bf16" to override it. bf16 converts
-  // the weights per call, which costs more than it saves for a few rows (docs/serving.md).
-  std::string precision;
+  // GEMM precision: unset = the config's model.precision (as `rectrain eval` resolves it on this
+  // machine, so predictions equal eval's), or fp32 / bf16 to override it. bf16 converts the
+  // weights per call, which costs more than it saves for a few rows (docs/serving.md).
+  std::optional<nn::GemmPrecision> precision;
 };
 
 // Appends the shortest decimal text that reads back as `p` (std::to_chars): the one way

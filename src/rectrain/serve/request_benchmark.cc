@@ -19,7 +19,7 @@ struct Bodies {
 
   Bodies() {
     data::DataConfig c;  // criteo
-    parser = std::move(data::RowParser::Create(c, {.format = "criteo", .header = {}, .stats = {}})).value();
+    parser = std::move(data::RowParser::Create(c, {.format = data::DataFormat::kCriteo, .header = {}, .stats = {}})).value();
     Rng rng(5);
     nlohmann::json l = nlohmann::json::array(), r = nlohmann::json::array();
     for (int i = 0; i < 256; ++i) {

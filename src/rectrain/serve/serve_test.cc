@@ -155,7 +155,7 @@ Manifest SampleManifest() {
   m.trained_steps = 99;
   m.source_run = "runs/x";
   m.min_count = 2;
-  m.layout = {.format = "csv", .header = {"label", "a", "b"}, .stats = {{0.1, 3.0000000000000004, {1, 2.5}}}};
+  m.layout = {.format = data::DataFormat::kCsv, .header = {"label", "a", "b"}, .stats = {{0.1, 3.0000000000000004, {1, 2.5}}}};
   m.dense_names = {"a"};
   m.sparse_names = {"b"};
   m.task_names = {"label"};
@@ -219,11 +219,11 @@ class RequestTest : public ::testing::Test {
  protected:
   void SetUp() override {
     data::DataConfig c;
-    c.schema.format = "csv";
+    c.schema.format = data::DataFormat::kCsv;
     c.schema.dense = {"age"};
     c.schema.sparse = {"city"};
     c.schema.columns = {"label", "age", "city"};
-    auto p = data::RowParser::Create(c, {.format = "csv", .header = {}, .stats = {}});
+    auto p = data::RowParser::Create(c, {.format = data::DataFormat::kCsv, .header = {}, .stats = {}});
     ASSERT_TRUE(p.ok()) << p.status();
     parser_ = std::move(p).value();
   }

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "rectrain/data/row_parser.h"
 #include "rectrain/http/server.h"
 #include "rectrain/prometheus/registry.h"
+#include "rectrain/nn/layer.h"
 
 namespace rectrain::serve {
 
@@ -49,7 +51,7 @@ struct ServiceOptions {
   int64_t max_request_rows = 10000;
   double poll_seconds = 2.0;      // versions directory; <= 0: only on POST /v1/reload
   bool verify_checksums = true;
-  std::string precision;          // PredictorOptions::precision
+  std::optional<nn::GemmPrecision> precision;  // PredictorOptions::precision
   std::ostream* log = nullptr;    // reload lines; null: stderr
 };
 

@@ -21,17 +21,17 @@ namespace fs = std::filesystem;
 
 data::DataConfig CsvData() {
   data::DataConfig d;
-  d.schema.format = "csv";
+  d.schema.format = data::DataFormat::kCsv;
   d.schema.delimiter = ',';
   d.schema.columns = {"label", "age", "city"};
   d.schema.dense = {"age"};
   d.schema.sparse = {"city"};
-  d.cache = "off";
+  d.cache = data::CacheMode::kOff;
   return d;
 }
 
 std::unique_ptr<data::RowParser> Parser() {
-  auto p = data::RowParser::Create(CsvData(), data::RowLayout{.format = "csv", .header = {}, .stats = {}},
+  auto p = data::RowParser::Create(CsvData(), data::RowLayout{.format = data::DataFormat::kCsv, .header = {}, .stats = {}},
                                    data::RowParser::Options{.training = true});
   EXPECT_TRUE(p.ok()) << p.status();
   return std::move(p).value();

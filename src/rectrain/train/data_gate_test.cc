@@ -42,7 +42,7 @@ class DataGateTest : public ::testing::Test {
     config::TrainConfig c;
     c.train_files = {train};
     if (!valid.empty()) c.valid_files = {valid};
-    c.data.schema.format = "criteo";
+    c.data.schema.format = data::DataFormat::kCriteo;
     c.data.schema.criteo_dense = 1;
     c.data.schema.criteo_sparse = 1;
     return c;
@@ -137,7 +137,7 @@ TEST_F(DataGateTest, SampleCacheInputIsProfiledFromItsRows) {
   config::TrainConfig text = Config(Write("t.tsv", Rows(300, 75)), "");
   data::DataConfig d = text.data;
   d.files = text.train_files;
-  d.cache = "off";
+  d.cache = data::CacheMode::kOff;
   const std::string rtc = (dir_ / "t.rtc").string();
   ASSERT_TRUE(data::BuildCache(d, data::ReadOptions{}, data::CacheWriteOptions{}, rtc).ok());
   config::TrainConfig c = Config(rtc, Write("v.tsv", Rows(20, 5)));

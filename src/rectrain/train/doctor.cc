@@ -100,7 +100,7 @@ int64_t EmbeddingTables(const config::TrainConfig& c) {
                                static_cast<int>((*reader)->dense_names().size()), c.embedding);
     if (model.ok()) return static_cast<int64_t>((*model)->spec().tables.size());
   }
-  const int64_t features = c.data.schema.format == "criteo" ? c.data.schema.criteo_sparse
+  const int64_t features = c.data.schema.format == data::DataFormat::kCriteo ? c.data.schema.criteo_sparse
                                                             : static_cast<int64_t>(c.data.schema.sparse.size());
   return std::max<int64_t>(features, 1);
 }

@@ -21,7 +21,7 @@ Result<RunLayout> ReadRunLayout(const config::TrainConfig& c) {
   }
   data::DataConfig dc = c.data;
   dc.files = c.train_files;
-  dc.cache = "off";  // the files' own layout, not a sample cache's
+  dc.cache = data::CacheMode::kOff;  // the files' own layout, not a sample cache's
   data::ReadOptions ro = c.read;
   ro.shuffle = false;
   ro.num_threads = 1;

@@ -17,7 +17,7 @@ namespace rectrain::data::internal {
 
 // data.format "auto": parquet when every file ends in .parquet, else criteo (InvalidArgument for
 // a mix); any other format is returned as is (defined in reader.cc).
-Result<std::string> ResolveFormat(const std::string& format, const std::vector<std::string>& paths);
+Result<DataFormat> ResolveFormat(DataFormat format, const std::vector<std::string>& paths);
 
 // The parsing reader (criteo/csv/tsv/libsvm text and Parquet), never looking at a cache
 // (defined in reader.cc).

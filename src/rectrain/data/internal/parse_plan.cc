@@ -68,8 +68,8 @@ bool ParseKey(std::string_view s, int64_t* out) {
 // data.dense / data.sparse of libsvm / libffm: keys ("3") and ranges ("0..12") -> key names in
 // canonical decimal ("007" -> "7").
 Result<std::vector<std::string>> ExpandKeys(const std::vector<std::string>& names,
-                                            const std::string& list_key, const std::string& format) {
-  const std::string what = format == "libffm" ? "field" : "index";
+                                            const std::string& list_key, DataFormat format) {
+  const std::string what = format == DataFormat::kLibffm ? "field" : "index";
   std::vector<std::string> out;
   for (const std::string& name : names) {
     const size_t dots = name.find("..");
@@ -80,8 +80,8 @@ Result<std::vector<std::string>> ExpandKeys(const std::vector<std::string>& name
                               ParseKey(std::string_view(name).substr(dots + 2), &hi);
     if (!ok || lo > hi) {
       return InvalidArgumentError(
-          list_key + ": \"" + name + "\" is not " + (format == "libffm" ? "a " : "an ") + what +
-          ": for format " + format +
+          list_key + ": \"" + name + "\" is not " + (format == DataFormat::kLibffm ? "a " : "an ") + what +
+          ": for format " + FormatName(format) +
           " features are named by their " + what + ", a non-negative integer (\"3\") or an "
           "ascending range (\"0..12\")");
     }
@@ -164,12 +164,12 @@ Status PlanCriteoColumns(const SchemaConfig& schema, ParsePlan& plan, DeclaredFe
 Status PlanNamedColumns(const SchemaConfig& schema, const std::vector<std::string>& header_columns,
                         const std::vector<bool>& list_columns, ParsePlan& plan, DeclaredFeatures& declared) {
   std::vector<std::string> names;
-  if (schema.format == "parquet") {
+  if (schema.format == DataFormat::kParquet) {
     plan.delimiter = 0;
     names = header_columns;
     declared.where = "the Parquet schema";
   } else {
-    plan.delimiter = schema.format == "tsv" ? '\t' : (schema.delimiter == '\t' ? ',' : schema.delimiter);
+    plan.delimiter = schema.format == DataFormat::kTsv ? '\t' : (schema.delimiter == '\t' ? ',' : schema.delimiter);
     if (plan.delimiter == '\n' || plan.delimiter == '\r' || plan.delimiter == '"') {
       return InvalidArgumentError("data.schema.delimiter cannot be a newline or a quote");
     }
@@ -185,7 +185,7 @@ Status PlanNamedColumns(const SchemaConfig& schema, const std::vector<std::strin
     } else {
       names = schema.columns;
       if (names.empty()) {
-        return InvalidArgumentError("format " + schema.format +
+        return InvalidArgumentError("format " + std::string(FormatName(schema.format)) +
                                     " needs the column names: set data.schema.header: true (first line names the "
                                     "columns) or data.schema.columns: [..]");
       }
@@ -199,7 +199,7 @@ Status PlanNamedColumns(const SchemaConfig& schema, const std::vector<std::strin
     plan.columns.push_back(std::move(c));
   }
   if (declared.dense.empty() && declared.sparse.empty()) {
-    return InvalidArgumentError("format " + schema.format +
+    return InvalidArgumentError("format " + std::string(FormatName(schema.format)) +
                                 ": declare the features in data.schema.dense and/or data.schema.sparse");
   }
   plan.layout = Layout(plan.columns);
@@ -210,12 +210,12 @@ Status PlanNamedColumns(const SchemaConfig& schema, const std::vector<std::strin
 // pair's value); libffm sparse fields and the libsvm bag become multi-valued categorical
 // features whose ids are the pairs' indices (value 1 only).
 Status PlanPairColumns(const SchemaConfig& schema, ParsePlan& plan, DeclaredFeatures& declared) {
-  const bool ffm = schema.format == "libffm";
+  const bool ffm = schema.format == DataFormat::kLibffm;
   plan.pairs = true;
   plan.ffm = ffm;
   plan.delimiter = ' ';
   if (schema.header) {
-    return InvalidArgumentError("data.schema.header applies to format csv or tsv; " + schema.format + " files have no header");
+    return InvalidArgumentError("data.schema.header applies to format csv or tsv; " + std::string(FormatName(schema.format)) + " files have no header");
   }
   RECTRAIN_ASSIGN_OR_RETURN(declared.dense, ExpandKeys(schema.dense, "data.dense", schema.format));
   if (ffm) {
@@ -266,16 +266,15 @@ Status PlanPairColumns(const SchemaConfig& schema, ParsePlan& plan, DeclaredFeat
 Result<DeclaredFeatures> PlanColumns(const SchemaConfig& schema, const std::vector<std::string>& header_columns,
                                      const std::vector<bool>& list_columns, ParsePlan& plan) {
   DeclaredFeatures declared{schema.dense, schema.sparse, ""};
-  const std::string& format = schema.format;
-  if (format == "criteo") {
+  const DataFormat format = schema.format;
+  if (format == DataFormat::kCriteo) {
     RECTRAIN_RETURN_IF_ERROR(PlanCriteoColumns(schema, plan, declared));
-  } else if (format == "csv" || format == "tsv" || format == "parquet") {
+  } else if (format == DataFormat::kCsv || format == DataFormat::kTsv || format == DataFormat::kParquet) {
     RECTRAIN_RETURN_IF_ERROR(PlanNamedColumns(schema, header_columns, list_columns, plan, declared));
-  } else if (format == "libsvm" || format == "libffm") {
+  } else if (format == DataFormat::kLibsvm || format == DataFormat::kLibffm) {
     RECTRAIN_RETURN_IF_ERROR(PlanPairColumns(schema, plan, declared));
   } else {
-    return InvalidArgumentError("unknown data.schema.format \"" + format +
-                                "\"; expected auto, criteo, csv, tsv, parquet, libsvm or libffm");
+    return InvalidArgumentError(std::string("format ") + FormatName(format) + " has no text columns to plan");
   }
   return declared;
 }

@@ -60,7 +60,7 @@ struct FilterPlan {
 };
 
 struct ParsePlan {
-  std::string format;   // criteo | csv | tsv | parquet | libsvm | libffm
+  DataFormat format = DataFormat::kCriteo;  // resolved: criteo | csv | tsv | parquet | libsvm | libffm
   char delimiter = '\t';
   bool quoting = false;  // csv/tsv: a field may be "quoted" ("" escapes a quote)
   bool header = false;   // every file starts with a header line

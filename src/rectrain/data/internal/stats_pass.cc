@@ -37,7 +37,7 @@ std::string Join(const std::vector<std::string>& v) {
 std::string DataSignature(const DataConfig& c) {
   std::string s = "rectrain-data-v1\n";
   const SchemaConfig& k = c.schema;
-  Add(&s, "format", k.format);
+  Add(&s, "format", FormatName(k.format));
   Add(&s, "criteo", std::to_string(k.criteo_dense) + "," + std::to_string(k.criteo_sparse));
   Add(&s, "delimiter", std::string(1, k.delimiter));
   Add(&s, "header", k.header ? "1" : "0");

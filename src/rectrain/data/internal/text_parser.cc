@@ -131,7 +131,7 @@ std::string FormatBadRow(const ParsePlan& plan, const BadRow& bad, std::string_v
     case BadRowKind::kDuplicateKey:
       return errors::DuplicateDenseKey(file, line, bad.column, plan.format, bad.key, bad.text);
   }
-  if (plan.format == "parquet") return errors::BadValue(file, line, field, expected, bad.text);
+  if (plan.format == DataFormat::kParquet) return errors::BadValue(file, line, field, expected, bad.text);
   return errors::BadField(file, line, bad.column, field, expected, bad.text);
 }
 

@@ -15,7 +15,7 @@ EvalMetrics Auc(double auc) {
 }
 
 TEST(EarlyStopping, StopsAfterPatienceEvaluationsWithoutAnImprovementAboveMinDelta) {
-  const EarlyStopping es({.metric = "auc", .patience = 2, .min_delta = 0.01});
+  const EarlyStopping es({.metric = config::EarlyStoppingMetric::kAuc, .patience = 2, .min_delta = 0.01});
   checkpoint::CheckpointMeta state;
   std::string why;
   EXPECT_FALSE(es.Update(Auc(0.70), 10, &state, &why));  // the first value is the best so far
@@ -31,7 +31,7 @@ TEST(EarlyStopping, StopsAfterPatienceEvaluationsWithoutAnImprovementAboveMinDel
 }
 
 TEST(EarlyStopping, LoglossImprovesDownwardsAndNanNeverImproves) {
-  const EarlyStopping es({.metric = "logloss", .patience = 1, .min_delta = 0});
+  const EarlyStopping es({.metric = config::EarlyStoppingMetric::kLogloss, .patience = 1, .min_delta = 0});
   checkpoint::CheckpointMeta state;
   std::string why;
   EXPECT_FALSE(es.Update(Auc(0.6), 1, &state, &why));  // logloss 0.4
@@ -43,7 +43,7 @@ TEST(EarlyStopping, LoglossImprovesDownwardsAndNanNeverImproves) {
 }
 
 TEST(EarlyStopping, PatienceZeroNeverStops) {
-  const EarlyStopping es({.metric = "auc", .patience = 0, .min_delta = 0});
+  const EarlyStopping es({.metric = config::EarlyStoppingMetric::kAuc, .patience = 0, .min_delta = 0});
   checkpoint::CheckpointMeta state;
   std::string why;
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(es.Update(Auc(0.5), i, &state, &why));

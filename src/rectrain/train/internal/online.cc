@@ -14,14 +14,14 @@ Result<std::unique_ptr<data::RowParser>> StreamRowParser(const config::TrainConf
   if (!c.train_files.empty()) {
     data::DataConfig d = c.data;
     d.files = c.train_files;
-    d.cache = "off";
+    d.cache = data::CacheMode::kOff;
     data::ReadOptions ro = c.read;
     ro.shuffle = false;
     RECTRAIN_ASSIGN_OR_RETURN(auto reader, data::OpenBatchReader(d, ro));
     RECTRAIN_ASSIGN_OR_RETURN(*layout, reader->row_layout());
   } else {
     *layout = data::RowLayout{};
-    layout->format = c.data.schema.format == "auto" ? "criteo" : c.data.schema.format;
+    layout->format = c.data.schema.format == data::DataFormat::kAuto ? data::DataFormat::kCriteo : c.data.schema.format;
   }
   auto parser = data::RowParser::Create(c.data, *layout, {.training = true});
   if (!parser.ok() && c.train_files.empty() && parser.status().message().find("statistic") != std::string::npos) {

@@ -32,8 +32,8 @@ std::string CacheLine(const std::string& split, const data::DataConfig& d) {
   if (found.ok() && found->has_value()) {
     return split + ": reading the sample cache " + (*found)->path + " (" + std::to_string((*found)->rows) + " rows)";
   }
-  return split + ": no sample cache matches (data.cache: " + d.cache + "); parsing the files" +
-         (d.cache == "build" ? " (the cache is written on the first pass)"
+  return split + ": no sample cache matches (data.cache: " + data::kCacheModes.Name(d.cache) + "); parsing the files" +
+         (d.cache == data::CacheMode::kBuild ? " (the cache is written on the first pass)"
                              : " (`rectrain data cache CONFIG` builds one)");
 }
 
@@ -91,8 +91,8 @@ TrainReading TrainReadingOf(const config::TrainConfig& c, const Job& job, const 
       t.epoch.memory_cache = data::MemoryCacheMode::kOff;
       log("deterministic: data.memory_cache auto -> off for data.train");
     }
-    if (t.data.cache == "auto") {
-      t.data.cache = "off";
+    if (t.data.cache == data::CacheMode::kAuto) {
+      t.data.cache = data::CacheMode::kOff;
       log("deterministic: data.cache auto -> off for data.train");
     }
   }
@@ -239,7 +239,7 @@ Result<TrainData> OpenTrainData(const config::TrainConfig& c, const Job& job, co
     d.dense_names = r->dense_names();
   }
   d.rows_per_epoch = EstimateRows(c.train_files);
-  if (t.data.cache != "off") log(CacheLine("data.train", t.data));
+  if (t.data.cache != data::CacheMode::kOff) log(CacheLine("data.train", t.data));
   return d;
 }
 
@@ -299,7 +299,7 @@ Result<std::unique_ptr<EvalSplit>> OpenValidation(const config::TrainConfig& c, 
   RECTRAIN_ASSIGN_OR_RETURN(auto source,
                             WithContext(data::EpochSource::Create(vd, vo, veo, std::move(budget), "data.valid", log),
                                         "data.valid"));
-  if (c.data.cache != "off") {
+  if (c.data.cache != data::CacheMode::kOff) {
     data::DataConfig vc = c.data;
     vc.files = c.valid_files;
     vc.negative_downsampling = 1.0;
