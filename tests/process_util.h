@@ -1,12 +1,10 @@
 // tests/process_util.h: the end-to-end tests' child processes (rectrain, prometheus,
-// alertmanager) and their ports: a free loopback port, a spawned process with its output in a
-// log file, a wait with a deadline, SIGTERM and reap, and the text substitution that points a shipped config at them.
+// alertmanager) and their ports (FreePort: rectrain/testing/free_port.h), a spawned process with
+// its output in a log file, a wait with a deadline, SIGTERM and reap, and the text substitution
+// that points a shipped config at them.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,21 +14,9 @@
 #include <thread>
 #include <vector>
 
-namespace rectrain::testing {
+#include "rectrain/testing/free_port.h"
 
-// A loopback port free at the time of the call.
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+namespace rectrain::testing {
 
 inline std::string ReplaceAll(std::string s, const std::string& from, const std::string& to) {
   size_t pos = 0;

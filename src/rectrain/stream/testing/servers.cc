@@ -1,12 +1,9 @@
 // rectrain/stream/testing/servers.cc: see servers.h.
 #include "rectrain/stream/testing/servers.h"
 
-#include <arpa/inet.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,19 +15,6 @@
 #include "rectrain/stream/internal/redis_client.h"
 
 namespace rectrain::stream::testing {
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string RedisServerPath() {
   for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {

@@ -17,11 +17,11 @@
 #include <string>
 
 #include "rectrain/base/result.h"
+#include "rectrain/testing/free_port.h"
 
 namespace rectrain::stream::testing {
 
-// A loopback TCP port that was free a moment ago.
-int FreePort();
+using ::rectrain::testing::FreePort;
 
 // "/usr/bin/redis-server" when installed (tests skip without it), else "".
 std::string RedisServerPath();
