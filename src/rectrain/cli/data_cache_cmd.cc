@@ -71,11 +71,7 @@ int RunDataCache(const std::vector<std::string>& args) {
   flags.Int("block-rows", &block_rows, "rows per block (default 16384)");
   flags.Bool("force", &force, "rebuild even when a matching cache exists");
   flags.Int("threads", &threads, "parse threads (default: data.reader_threads)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (split != "train" && split != "valid" && split != "all") {
     return ReportError(kCmd, InvalidArgumentError("--split must be train, valid or all, got \"" + split + "\""));
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include <optional>
 
 #include "rectrain/cli/exit_codes.h"
 #include "rectrain/cli/flags.h"
@@ -48,11 +49,7 @@ int RunDataCheck(const std::vector<std::string>& args) {
   flags.Bool("json", &json, "print the profile and the violations as JSON");
   flags.Bool("progress", &progress, "show progress on stderr even when it is not a terminal");
   flags.Int("threads", &threads, "files profiled in parallel (default: the config's threads)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (split != "train" && split != "valid") {
     return ReportError(kCmd, InvalidArgumentError("--split must be train or valid, got \"" + split + "\""));
   }
@@ -118,11 +115,7 @@ int RunDataStats(const std::vector<std::string>& args) {
   flags.Bool("json", &json, "print JSON instead of a table");
   flags.Bool("progress", &progress, "show progress on stderr even when it is not a terminal");
   flags.Int("threads", &threads, "files profiled in parallel (default 2)");
-  if (Status s = flags.Parse(flag_args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, flag_args, kCmd)) return *exit;
   if (files.empty()) return ReportError(kCmd, InvalidArgumentError("no FILES given"));
   if (threads < 1) return ReportError(kCmd, InvalidArgumentError("--threads must be >= 1"));
   schema.header = header;

@@ -1,5 +1,6 @@
 // `rectrain data gen`: writes a synthetic Criteo-format dataset and its FILE.prob truth.
 #include <cstdio>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -21,11 +22,7 @@ int RunDataGen(const std::vector<std::string>& args) {
   flags.Int("seed", &seed, "sampling seed (default 1)");
   flags.String("shape", &shape, "criteo (13 dense, 26 cat; default) | seed (50 dense) | easy (small vocabularies)");
   flags.Int("threads", &threads, "generator threads (default 2)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (rows <= 0) return ReportError(kCmd, InvalidArgumentError("--rows must be > 0 (got " + std::to_string(rows) + ")"));
   if (out.empty()) return ReportError(kCmd, InvalidArgumentError("--out FILE is required"));
   if (threads < 1) return ReportError(kCmd, InvalidArgumentError("--threads must be >= 1"));

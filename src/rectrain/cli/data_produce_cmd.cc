@@ -2,6 +2,7 @@
 // given rate (stream/producer.h; docs/online.md).
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -33,11 +34,7 @@ int RunDataProduce(const std::vector<std::string>& args) {
   flags.String("field", &field, "redis: the entry field holding the row (default row)");
   flags.Int("max-len", &max_len, "redis: trim each stream to about this many entries (XADD MAXLEN ~; 0: no trim)");
   flags.Bool("quiet", &quiet, "print only the result");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (to.empty()) return ReportError(kCmd, InvalidArgumentError("--to URL is required"));
   stream::ProduceOptions o;
   o.files = {file};

@@ -1,6 +1,7 @@
 // `rectrain doctor`: checks this machine, or every rank of an allocation (under mpirun/srun),
 // before a long job; exit 0 when ready, 1 when a problem was found (train/doctor.h).
 #include <cstdio>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -21,11 +22,7 @@ int RunDoctor(const std::vector<std::string>& args) {
                    "and bandwidth from rank 0 to each rank. Prints a table; exits 1 on a problem.");
   flags.Positional("CONFIG.yaml", &config_path, false, "the job's config (data paths and budgets to check)");
   flags.Repeated("set", &sets, "override a key, as for rectrain train");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   auto connected = dist::Connect();
   if (!connected.ok()) return ReportError(kCmd, connected.status());
   dist::Communicator& comm = **connected;

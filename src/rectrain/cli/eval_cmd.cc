@@ -1,6 +1,7 @@
 // `rectrain eval`: evaluates a run's final model on data files.
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -97,11 +98,7 @@ int RunEval(const std::vector<std::string>& args) {
   flags.Int("threads", &threads, "compute threads (default: the run's)");
   flags.Bool("json", &json, "print JSON instead of text");
   flags.String("predictions", &predictions_path, "also write each row's probability (file order, one per line)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (options.files.empty()) return ReportError(kCmd, InvalidArgumentError("--data FILE is required"));
   if (threads < 0) return ReportError(kCmd, InvalidArgumentError("--threads must be >= 1"));
   options.threads = static_cast<int>(threads);

@@ -1,6 +1,7 @@
 // `rectrain export`: a run's final model as a serving model (serve/export.h, docs/serving.md);
 // `rectrain publish`: the same model into a served versions directory as a delta (serve/publish.h).
 #include <cstdio>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -53,11 +54,7 @@ int RunExport(const std::vector<std::string>& args) {
   flags.String("rows", &row_type, "row storage: fp32 (exact), fp16 or int8 (4x smaller; see docs/serving.md for the AUC cost)");
   flags.Bool("force", &o.overwrite, "replace MODEL_DIR if it exists");
   flags.Int("threads", &threads, "threads for loading (default: the run's)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   auto type = serve::ParseRowType(row_type);
   if (!type.ok()) return ReportError(kCmd, type.status().WithContext("--rows"));
   o.row_type = *type;
@@ -98,11 +95,7 @@ int RunPublish(const std::vector<std::string>& args) {
   flags.String("rows", &row_type, "row storage of full exports (deltas take their base's)");
   flags.Int("min-count", &o.min_count, "of full exports: keep rows updated at least N times (deltas take their base's)");
   flags.Int("threads", &threads, "threads for loading (default: the run's)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   auto type = serve::ParseRowType(row_type);
   if (!type.ok()) return ReportError(kCmd, type.status().WithContext("--rows"));
   o.row_type = *type;

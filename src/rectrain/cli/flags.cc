@@ -2,8 +2,10 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <ctime>
 
+#include "rectrain/cli/exit_codes.h"
 #include "rectrain/config/binder.h"
 
 namespace rectrain::cli {
@@ -39,6 +41,49 @@ FlagParser::Flag* FlagParser::Find(const std::string& name) {
   return nullptr;
 }
 
+std::string FlagParser::UnknownFlag(const std::string& name) const {
+  std::string msg = "unknown flag --" + name + " for " + command_;
+  int best = 1 << 30;
+  std::string best_name;
+  for (const auto& g : flags_) {
+    int d = config::EditDistance(name, g.name);
+    if (d < best) {
+      best = d;
+      best_name = g.name;
+    }
+  }
+  if (!best_name.empty() && best <= std::max<int>(2, static_cast<int>(name.size()) / 2)) {
+    msg += "; did you mean --" + best_name + "?";
+  }
+  return msg;
+}
+
+Status FlagParser::Store(Flag& f, const std::string& value) {
+  switch (f.kind) {
+    case Kind::kString:
+      *static_cast<std::string*>(f.out) = value;
+      break;
+    case Kind::kRepeated:
+      static_cast<std::vector<std::string>*>(f.out)->push_back(value);
+      break;
+    case Kind::kInt: {
+      int64_t v = 0;
+      auto res = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (res.ec != std::errc() || res.ptr != value.data() + value.size()) {
+        return InvalidArgumentError("flag --" + f.name + " expects an integer, got \"" + value + "\"");
+      }
+      *static_cast<int64_t*>(f.out) = v;
+      break;
+    }
+    case Kind::kParsed:
+      return f.parse(value);
+    case Kind::kBool:
+      *static_cast<bool*>(f.out) = true;
+      break;
+  }
+  return OkStatus();
+}
+
 Status FlagParser::Parse(const std::vector<std::string>& args) {
   size_t next_pos = 0;
   const std::string usage_hint = " (see " + command_ + " --help)";
@@ -58,22 +103,7 @@ Status FlagParser::Parse(const std::vector<std::string>& args) {
         has_value = true;
       }
       Flag* f = Find(name);
-      if (f == nullptr) {
-        std::string msg = "unknown flag --" + name + " for " + command_;
-        int best = 1 << 30;
-        std::string best_name;
-        for (const auto& g : flags_) {
-          int d = config::EditDistance(name, g.name);
-          if (d < best) {
-            best = d;
-            best_name = g.name;
-          }
-        }
-        if (!best_name.empty() && best <= std::max<int>(2, static_cast<int>(name.size()) / 2)) {
-          msg += "; did you mean --" + best_name + "?";
-        }
-        return InvalidArgumentError(msg + usage_hint);
-      }
+      if (f == nullptr) return InvalidArgumentError(UnknownFlag(name) + usage_hint);
       if (f->kind == Kind::kBool) {
         if (has_value) return InvalidArgumentError("flag --" + name + " takes no value" + usage_hint);
         *static_cast<bool*>(f->out) = true;
@@ -90,28 +120,7 @@ Status FlagParser::Parse(const std::vector<std::string>& args) {
         return InvalidArgumentError("flag --" + name + " given twice" + usage_hint);
       }
       f->seen = true;
-      switch (f->kind) {
-        case Kind::kString:
-          *static_cast<std::string*>(f->out) = value;
-          break;
-        case Kind::kRepeated:
-          static_cast<std::vector<std::string>*>(f->out)->push_back(value);
-          break;
-        case Kind::kInt: {
-          int64_t v = 0;
-          auto res = std::from_chars(value.data(), value.data() + value.size(), v);
-          if (res.ec != std::errc() || res.ptr != value.data() + value.size()) {
-            return InvalidArgumentError("flag --" + name + " expects an integer, got \"" + value + "\"");
-          }
-          *static_cast<int64_t*>(f->out) = v;
-          break;
-        }
-        case Kind::kParsed:
-          RECTRAIN_RETURN_IF_ERROR(f->parse(value));
-          break;
-        case Kind::kBool:
-          break;
-      }
+      RECTRAIN_RETURN_IF_ERROR(Store(*f, value));
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
@@ -148,6 +157,15 @@ std::string FlagParser::Help() const {
   }
   line("-h, --help", "show this help");
   return out;
+}
+
+std::optional<int> ParseOrExit(FlagParser& flags, const std::vector<std::string>& args, std::string_view command) {
+  if (Status s = flags.Parse(args); !s.ok()) return ReportError(command, s);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  return std::nullopt;
 }
 
 Result<std::chrono::system_clock::time_point> ParseUntil(std::string_view text, std::chrono::system_clock::time_point now) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,11 +64,20 @@ class FlagParser {
     std::string help;
   };
   Flag* Find(const std::string& name);
+  // "unknown flag --x for <command>; did you mean --y?"
+  std::string UnknownFlag(const std::string& name) const;
+  // Stores a flag's value (InvalidArgument for a value its kind does not take).
+  static Status Store(Flag& f, const std::string& value);
   std::string command_, synopsis_, description_;
   std::vector<Flag> flags_;
   std::vector<Pos> positionals_;
   bool help_requested_ = false;
 };
+
+// Parses `args` into `flags` for `command` ("rectrain train"): nullopt when the command goes on;
+// else the exit code to return at once: 0 after printing --help to stdout, or a usage error's
+// code after ReportError printed it.
+std::optional<int> ParseOrExit(FlagParser& flags, const std::vector<std::string>& args, std::string_view command);
 
 // The time of an --until flag, relative to `now`: a duration ("90s", "30m", "2h", "1d", with or
 // without a leading '+'), a local date and time ("2026-12-05T10:00" or with ":SS"; a trailing

@@ -50,6 +50,20 @@ TEST(FlagParser, EnumFlagsAreParsedAtTheEdge) {
   EXPECT_EQ(q.Parse({"--set", "slow"}).message(), "flag --set: \"slow\" is not one of fast, safe");
 }
 
+TEST(FlagParser, ParseOrExitSaysWhetherTheCommandGoesOn) {
+  std::string s;
+  auto make = [&]() {
+    FlagParser p("rectrain x", "", "desc");
+    p.String("name", &s, "");
+    return p;
+  };
+  FlagParser ok = make(), help = make(), bad = make();
+  EXPECT_EQ(ParseOrExit(ok, {"--name", "v"}, "x"), std::nullopt);
+  EXPECT_EQ(s, "v");
+  EXPECT_EQ(ParseOrExit(help, {"--help"}, "x"), 0);
+  EXPECT_EQ(ParseOrExit(bad, {"--nmae", "v"}, "x"), ExitInfoFor(StatusCode::kInvalidArgument).exit_code);
+}
+
 TEST(FlagParser, Errors) {
   std::string pos, s;
   int64_t n = 0;

@@ -33,11 +33,7 @@ int RunPredict(const std::vector<std::string>& args) {
   flags.Int("readers", &readers, "parse threads (default 1)");
   flags.Int("batch-size", &batch, "rows per scored batch (default 4096)");
   flags.Enum("precision", &precision, nn::kGemmPrecisions, "GEMM precision (default: the model's)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (files.empty() || out_path.empty()) return ReportError(kCmd, InvalidArgumentError("--data FILE and --out FILE are required"));
   if (threads < 1 || readers < 1 || batch < 1) return ReportError(kCmd, InvalidArgumentError("--threads, --readers and --batch-size must be >= 1"));
   Stopwatch sw;

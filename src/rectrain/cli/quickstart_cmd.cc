@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/cli/commands.h"
@@ -71,11 +72,7 @@ int RunQuickstart(const std::vector<std::string>& args) {
   flags.Int("rows", &rows, "training rows (default 1000000; valid gets N/5)");
   flags.String("shape", &shape, "dataset shape: easy (default) or criteo");
   flags.Int("threads", &threads, "compute threads (default 2)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (rows < 1000) return ReportError(kCmd, InvalidArgumentError("--rows must be >= 1000"));
   if (shape != "easy" && shape != "criteo") {
     return ReportError(kCmd, InvalidArgumentError("--shape must be easy or criteo, got \"" + shape + "\""));

@@ -45,11 +45,7 @@ int RunServe(const std::vector<std::string>& args) {
   flags.Int("poll-ms", &poll_ms, "how often a versions directory is checked (default 2000; 0: only on /v1/reload)");
   flags.Enum("precision", &precision, nn::kGemmPrecisions, "GEMM precision (default: the model's; predictions then equal rectrain eval's)");
   flags.Bool("no-verify", &no_verify, "skip the checksum pass when loading (faster cold start; sizes are still checked)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (token.empty()) {
     if (const char* t = std::getenv("RECTRAIN_SERVE_TOKEN")) token = t;
   }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -134,11 +135,7 @@ int RunTrain(const std::vector<std::string>& args) {
                "run never ends by itself otherwise)");
   flags.Bool("skip-data-check", &skip_data_check,
              "do not profile and check the data before training (checks.before_train: false)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (!resume.empty() && !run_dir.empty() && fs::path(run_dir) != fs::path(resume)) {
     return ReportError(kCmd, InvalidArgumentError("--run-dir " + run_dir + " and --resume " + resume +
                                                   " name different directories; pass only --resume"));

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -167,11 +168,7 @@ int RunTune(const std::vector<std::string>& args) {
   flags.Bool("no-metrics", &no_metrics, "do not serve /metrics");
   flags.Bool("no-table", &no_table, "event lines only, no live table (the default when stderr is not a terminal)");
   flags.Bool("quiet", &quiet, "print only the leaderboard");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (!resume.empty()) {
     if (!study_dir.empty() && fs::path(study_dir) != fs::path(resume)) {
       return ReportError(kCmd, InvalidArgumentError("--study-dir " + study_dir + " and --resume " + resume + " name different directories; pass only --resume"));

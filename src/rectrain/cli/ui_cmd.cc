@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "rectrain/cli/commands.h"
 #include "rectrain/cli/exit_codes.h"
@@ -37,11 +38,7 @@ int RunUi(const std::vector<std::string>& args) {
                "their run id");
   flags.Int("max-connections", &max_connections, "open connections at most (default 512; docs/ui.md \"Limits\")");
   flags.Int("idle-timeout-ms", &idle_timeout_ms, "close a connection without a request for this long (default 5000)");
-  if (Status s = flags.Parse(args); !s.ok()) return ReportError(kCmd, s);
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return 0;
-  }
+  if (std::optional<int> exit = ParseOrExit(flags, args, kCmd)) return *exit;
   if (port < 0 || port > 65535) {
     return ReportError(kCmd, InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(port)));
   }
