@@ -433,80 +433,70 @@ std::string Num(double v) {
   return buf;
 }
 
-}  // namespace
-
-Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const SchemaConfig& schema,
-                                 const std::map<std::string, std::string>& transforms,
-                                 int num_threads,
-                                 const std::function<void(int64_t, int64_t)>& progress,
-                                 int64_t max_rows) {
-  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, io::ExpandPaths(patterns));
-  // max_rows is shared evenly by the files, so the rows profiled do not depend on thread timing.
-  const int64_t cap = max_rows <= 0 || files.empty()
-                          ? 0
-                          : std::max<int64_t>(1, (max_rows + static_cast<int64_t>(files.size()) - 1) /
-                                                     static_cast<int64_t>(files.size()));
-  DataFormat format = schema.format;
-  // *.rtc files are sample caches whatever data.format says (as OpenBatchReader reads them).
+// The format the files are profiled as: *.rtc files are sample caches whatever data.format says
+// (as OpenBatchReader reads them); auto is IDX by magic, Parquet by suffix, else criteo.
+DataFormat ProfiledFormat(DataFormat format, const std::vector<std::string>& files) {
   const bool cache = !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) {
     return f.size() >= 4 && f.compare(f.size() - 4, 4, ".rtc") == 0;
   });
-  if (cache || format == DataFormat::kCache) {
-    format = DataFormat::kCache;
-  } else if (format == DataFormat::kAuto && internal::LooksLikeIdx(files)) {
-    format = DataFormat::kIdx;
-  } else if (format == DataFormat::kAuto) {
-    const bool parquet = std::all_of(files.begin(), files.end(), [](const std::string& f) {
-      return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
-    });
-    format = parquet ? DataFormat::kParquet : DataFormat::kCriteo;
-  }
+  if (cache || format == DataFormat::kCache) return DataFormat::kCache;
+  if (format != DataFormat::kAuto) return format;
+  if (internal::LooksLikeIdx(files)) return DataFormat::kIdx;
+  const bool parquet = std::all_of(files.begin(), files.end(), [](const std::string& f) {
+    return f.size() >= 8 && f.compare(f.size() - 8, 8, ".parquet") == 0;
+  });
+  return parquet ? DataFormat::kParquet : DataFormat::kCriteo;
+}
+
+Result<LabelSpec> ProfiledLabel(DataFormat format, const SchemaConfig& schema,
+                                const std::map<std::string, std::string>& transforms) {
   LabelSpec label;
-  label.column = format == DataFormat::kCriteo || format == DataFormat::kIdx || (format == DataFormat::kCache && schema.label.empty()) ? "label" : schema.label;
-  if (format == DataFormat::kCache || format == DataFormat::kIdx) {
-    // the stored label is already transformed
-  } else if (auto it = transforms.find(label.column); it != transforms.end()) {
+  const bool fixed = format == DataFormat::kCriteo || format == DataFormat::kIdx ||
+                     (format == DataFormat::kCache && schema.label.empty());
+  label.column = fixed ? "label" : schema.label;
+  if (format == DataFormat::kCache || format == DataFormat::kIdx) return label;  // stored transformed
+  if (auto it = transforms.find(label.column); it != transforms.end()) {
     Result<FeatureTransform> t = ParseTransform(it->second);
     if (!t.ok()) return t.status().WithContext("features.transforms." + label.column);
     label.transform = std::move(t).value();
     label.has_transform = true;
   }
+  return label;
+}
 
-  const int64_t total = static_cast<int64_t>(files.size());
-  std::vector<FileResult> results(files.size());
-  std::vector<Status> statuses(files.size());
+Status ProfileOneFile(const std::string& path, DataFormat format, const SchemaConfig& schema, const LabelSpec& label,
+                      int64_t cap, FileResult* r) {
+  r->file.path = path;
+  switch (format) {
+    case DataFormat::kParquet: return ProfileParquet(path, label, cap, r);
+    case DataFormat::kCache: return ProfileCache(path, label, cap, r);
+    case DataFormat::kIdx: return ProfileIdx(path, label, cap, r);
+    case DataFormat::kLibsvm:
+    case DataFormat::kLibffm: {
+      SchemaConfig s = schema;
+      s.format = format;
+      return ProfilePairs(path, s, label, cap, r);
+    }
+    default: return ProfileText(path, format, schema, label, cap, r);
+  }
+}
+
+// Runs profile(i) for every file on `threads` threads, calling progress(done, total) from this
+// thread as files finish.
+void ForEachFile(int64_t total, int threads, const std::function<void(int64_t)>& profile,
+                 const std::function<void(int64_t, int64_t)>& progress) {
   std::atomic<int64_t> next{0};
   std::mutex mu;
   std::condition_variable cv;
   int64_t done = 0;
   auto work = [&] {
-    while (true) {
-      const int64_t i = next.fetch_add(1);
-      if (i >= total) return;
-      FileResult& r = results[i];
-      r.file.path = files[i];
-      if (format == DataFormat::kParquet) {
-        statuses[i] = ProfileParquet(files[i], label, cap, &r);
-      } else if (format == DataFormat::kCache) {
-        statuses[i] = ProfileCache(files[i], label, cap, &r);
-      } else if (format == DataFormat::kIdx) {
-        statuses[i] = ProfileIdx(files[i], label, cap, &r);
-      } else if (format == DataFormat::kLibsvm || format == DataFormat::kLibffm) {
-        SchemaConfig s = schema;
-        s.format = format;
-        statuses[i] = ProfilePairs(files[i], s, label, cap, &r);
-      } else {
-        statuses[i] = ProfileText(files[i], format, schema, label, cap, &r);
-      }
+    for (int64_t i = next.fetch_add(1); i < total; i = next.fetch_add(1)) {
+      profile(i);
       std::lock_guard<std::mutex> lock(mu);
       ++done;
       cv.notify_one();
     }
   };
-  // Objects in a store mostly wait on the network: 16 at a time at least.
-  const bool remote = !files.empty() && io::IsRemotePath(files[0]);
-  const int threads = static_cast<int>(
-      std::clamp<int64_t>(remote ? std::max(num_threads, 16) : num_threads, 1, std::max<int64_t>(total, 1)));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(work);
   {
@@ -523,9 +513,12 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
     }
   }
   for (auto& t : pool) t.join();
+}
 
+Result<DataProfile> MergeFileResults(const std::vector<std::string>& files, std::vector<FileResult>& results,
+                                     const std::vector<Status>& statuses, const std::string& label) {
   DataProfile out;
-  out.label = label.column;
+  out.label = label;
   std::vector<ColumnAcc> merged;
   for (size_t i = 0; i < files.size(); ++i) {
     RECTRAIN_RETURN_IF_ERROR(statuses[i]);
@@ -547,11 +540,36 @@ Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const
   bool found_label = false;
   for (ColumnAcc& c : merged) {
     c.p.distinct = std::min<double>(std::round(c.Estimate()), static_cast<double>(c.p.non_null));
-    found_label |= c.p.name == label.column;
+    found_label |= c.p.name == label;
     out.columns.push_back(c.p);
   }
   if (!found_label) out.label.clear();
   return out;
+}
+
+}  // namespace
+
+Result<DataProfile> ProfileFiles(const std::vector<std::string>& patterns, const SchemaConfig& schema,
+                                 const std::map<std::string, std::string>& transforms,
+                                 int num_threads,
+                                 const std::function<void(int64_t, int64_t)>& progress,
+                                 int64_t max_rows) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, io::ExpandPaths(patterns));
+  const int64_t total = static_cast<int64_t>(files.size());
+  // max_rows is shared evenly by the files, so the rows profiled do not depend on thread timing.
+  const int64_t cap = max_rows <= 0 || files.empty() ? 0 : std::max<int64_t>(1, (max_rows + total - 1) / total);
+  const DataFormat format = ProfiledFormat(schema.format, files);
+  RECTRAIN_ASSIGN_OR_RETURN(const LabelSpec label, ProfiledLabel(format, schema, transforms));
+  std::vector<FileResult> results(files.size());
+  std::vector<Status> statuses(files.size());
+  // Objects in a store mostly wait on the network: 16 at a time at least.
+  const bool remote = !files.empty() && io::IsRemotePath(files[0]);
+  const int threads = static_cast<int>(
+      std::clamp<int64_t>(remote ? std::max(num_threads, 16) : num_threads, 1, std::max<int64_t>(total, 1)));
+  ForEachFile(total, threads, [&](int64_t i) {
+    statuses[i] = ProfileOneFile(files[i], format, schema, label, cap, &results[i]);
+  }, progress);
+  return MergeFileResults(files, results, statuses, label.column);
 }
 
 std::vector<std::string> CheckProfile(const DataProfile& p, const DataChecks& checks) {

@@ -632,27 +632,29 @@ Status ValidateOptions(const ReadOptions& o) {
   return ValidateRankShare(o);
 }
 
-Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const ReadOptions& options,
-                                              bool stats_pass) {
-  RECTRAIN_RETURN_IF_ERROR(ValidateOptions(options));
-  if (config_in.max_bad_rows < 0) {
-    return InvalidArgumentError("data.max_bad_rows must be >= 0, got " + std::to_string(config_in.max_bad_rows));
+Status ValidateConfig(const DataConfig& c) {
+  if (c.max_bad_rows < 0) {
+    return InvalidArgumentError("data.max_bad_rows must be >= 0, got " + std::to_string(c.max_bad_rows));
   }
-  if (!(config_in.negative_downsampling > 0 && config_in.negative_downsampling <= 1)) {
+  if (!(c.negative_downsampling > 0 && c.negative_downsampling <= 1)) {
     char buf[64];
-    std::snprintf(buf, sizeof(buf), "%g", config_in.negative_downsampling);
+    std::snprintf(buf, sizeof(buf), "%g", c.negative_downsampling);
     return InvalidArgumentError(std::string("data.negative_downsampling must be in (0, 1], got ") + buf);
   }
-  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config_in.files));
-  DataConfig config = config_in;
-  RECTRAIN_ASSIGN_OR_RETURN(config.schema.format, internal::ResolveFormat(config_in.schema.format, paths));
-  const bool parquet = config.schema.format == DataFormat::kParquet;
-  const bool header = (config.schema.format == DataFormat::kCsv || config.schema.format == DataFormat::kTsv) && config.schema.header;
+  return OkStatus();
+}
+
+// The input files, opened, with the columns the first one names (a csv/tsv header or a Parquet
+// schema; empty for formats that fix their columns).
+struct OpenedInput {
   std::vector<FileInfo> files;
   std::vector<std::string> header_columns;
-  std::vector<bool> list_columns;
-  std::string header_line0;
-  // Objects in a store are opened 16 at a time (each open is a round trip); local files in turn.
+  std::vector<bool> list_columns;  // Parquet: which columns are lists
+  bool files_name_columns = false;  // a header or a Parquet schema names them
+};
+
+// Objects in a store are opened 16 at a time (each open is a round trip); local files later, in turn.
+Result<std::vector<FileInfo>> OpenRemoteFiles(const std::vector<std::string>& paths, bool parquet) {
   std::vector<FileInfo> opened(paths.size());
   if (std::any_of(paths.begin(), paths.end(), [](const std::string& p) { return io::IsRemotePath(p); })) {
     RECTRAIN_RETURN_IF_ERROR(io::ParallelIo(static_cast<int64_t>(paths.size()), 16, [&](int64_t i) -> Status {
@@ -664,67 +666,92 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
       return OkStatus();
     }));
   }
+  return opened;
+}
+
+Status AddParquetFile(FileInfo f, OpenedInput& in) {
+  if (!f.pq) {
+    RECTRAIN_ASSIGN_OR_RETURN(f.pq, io::parquet::ParquetFile::Open(f.path));
+  }
+  if (f.pq->num_rows() == 0) return InvalidArgumentError(errors::EmptyFile(f.path, false));
+  f.size = f.pq->file_size();
+  f.key = HashBytes(f.path, 0x70716b6579ULL);
+  if (in.files.empty()) {
+    for (const io::parquet::ColumnSchema& c : f.pq->schema()) {
+      if (!in.header_columns.empty() && in.header_columns.back() == c.name) continue;  // struct leaves
+      in.header_columns.push_back(c.name);
+      in.list_columns.push_back(c.is_list);
+    }
+  }
+  in.files.push_back(std::move(f));
+  return OkStatus();
+}
+
+// A binary file read as text would fail on its first "row" with a confusing field-count error;
+// say what it is instead.
+Status CheckNotBinary(const FileInfo& f, DataFormat format) {
+  char magic[8] = {};
+  RECTRAIN_ASSIGN_OR_RETURN(int64_t got, f.file->ReadAt(0, std::min<int64_t>(8, f.size), magic));
+  if (got >= 4 && std::memcmp(magic, "PAR1", 4) == 0) {
+    return InvalidArgumentError(errors::BinaryFileAsText(f.path, "Parquet file", "PAR1", format, "parquet"));
+  }
+  if (got == 8 && std::memcmp(magic, "RTCACHE\0", 8) == 0) {
+    return InvalidArgumentError(errors::BinaryFileAsText(f.path, "rectrain sample cache", "RTCACHE", format, "cache"));
+  }
+  return OkStatus();
+}
+
+// Reads f's header line: the columns when it is the first file, else it must equal the first's.
+Status ReadHeader(const SchemaConfig& schema, FileInfo& f, OpenedInput& in, std::string& header_line0) {
+  RECTRAIN_ASSIGN_OR_RETURN(std::string line, ReadHeaderLine(f, &f.data_start));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  f.header_lines = 1;
+  if (in.files.empty()) {
+    header_line0 = line;
+    const char delim = schema.format == DataFormat::kTsv ? '\t' : (schema.delimiter == '\t' ? ',' : schema.delimiter);
+    in.header_columns = internal::SplitHeader(line, delim, true);
+  } else if (line != header_line0) {
+    return InvalidArgumentError("the header of " + f.path + " (\"" + errors::Snippet(line) +
+                                "\") differs from the header of " + in.files[0].path + " (\"" +
+                                errors::Snippet(header_line0) + "\"); all files must share one header");
+  }
+  if (f.data_start >= f.size) return InvalidArgumentError(errors::EmptyFile(f.path, true));
+  return OkStatus();
+}
+
+Result<OpenedInput> OpenInput(const SchemaConfig& schema, const std::vector<std::string>& paths) {
+  const bool parquet = schema.format == DataFormat::kParquet;
+  const bool header = (schema.format == DataFormat::kCsv || schema.format == DataFormat::kTsv) && schema.header;
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<FileInfo> opened, OpenRemoteFiles(paths, parquet));
+  OpenedInput in;
+  in.files_name_columns = parquet || header;
+  std::string header_line0;
   for (size_t i = 0; i < paths.size(); ++i) {
-    const std::string& path = paths[i];
     FileInfo f = std::move(opened[i]);
-    f.path = path;
+    f.path = paths[i];
     if (parquet) {
-      if (!f.pq) {
-        RECTRAIN_ASSIGN_OR_RETURN(f.pq, io::parquet::ParquetFile::Open(path));
-      }
-      if (f.pq->num_rows() == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
-      f.size = f.pq->file_size();
-      f.key = HashBytes(path, 0x70716b6579ULL);
-      if (files.empty()) {
-        for (const io::parquet::ColumnSchema& c : f.pq->schema()) {
-          if (!header_columns.empty() && header_columns.back() == c.name) continue;  // struct leaves
-          header_columns.push_back(c.name);
-          list_columns.push_back(c.is_list);
-        }
-      }
-      files.push_back(std::move(f));
+      RECTRAIN_RETURN_IF_ERROR(AddParquetFile(std::move(f), in));
       continue;
     }
     if (!f.file) {
-      RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(path));
+      RECTRAIN_ASSIGN_OR_RETURN(f.file, io::RandomAccessFile::Open(f.path));
     }
     f.size = f.file->size();
-    if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(path, false));
-    // A binary file read as text would fail on its first "row" with a confusing field-count
-    // error; say what it is instead.
-    {
-      char magic[8] = {};
-      RECTRAIN_ASSIGN_OR_RETURN(int64_t got, f.file->ReadAt(0, std::min<int64_t>(8, f.size), magic));
-      if (got >= 4 && std::memcmp(magic, "PAR1", 4) == 0) {
-        return InvalidArgumentError(errors::BinaryFileAsText(path, "Parquet file", "PAR1", config.schema.format, "parquet"));
-      }
-      if (got == 8 && std::memcmp(magic, "RTCACHE\0", 8) == 0) {
-        return InvalidArgumentError(
-            errors::BinaryFileAsText(path, "rectrain sample cache", "RTCACHE", config.schema.format, "cache"));
-      }
-    }
-    if (header) {
-      RECTRAIN_ASSIGN_OR_RETURN(std::string line, ReadHeaderLine(f, &f.data_start));
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      f.header_lines = 1;
-      if (files.empty()) {
-        header_line0 = line;
-        const char delim = config.schema.format == DataFormat::kTsv
-                               ? '\t'
-                               : (config.schema.delimiter == '\t' ? ',' : config.schema.delimiter);
-        header_columns = internal::SplitHeader(line, delim, true);
-      } else if (line != header_line0) {
-        return InvalidArgumentError("the header of " + path + " (\"" + errors::Snippet(line) +
-                                    "\") differs from the header of " + files[0].path + " (\"" +
-                                    errors::Snippet(header_line0) + "\"); all files must share one header");
-      }
-      if (f.data_start >= f.size) return InvalidArgumentError(errors::EmptyFile(path, true));
-    }
-    files.push_back(std::move(f));
+    if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(f.path, false));
+    RECTRAIN_RETURN_IF_ERROR(CheckNotBinary(f, schema.format));
+    if (header) RECTRAIN_RETURN_IF_ERROR(ReadHeader(schema, f, in, header_line0));
+    in.files.push_back(std::move(f));
   }
-  Result<ParsePlan> plan = internal::BuildParsePlan(config, header_columns, list_columns, stats_pass);
+  return in;
+}
+
+// The plan of the columns, with the standardize / quantiles statistics filled in (frozen ones, or
+// from a stats pass over the files).
+Result<ParsePlan> PlanInput(const DataConfig& config, const ReadOptions& options, const OpenedInput& in,
+                            bool stats_pass) {
+  Result<ParsePlan> plan = internal::BuildParsePlan(config, in.header_columns, in.list_columns, stats_pass);
   if (!plan.ok()) {
-    if (header || parquet) return plan.status().WithContext("schema of " + files[0].path);
+    if (in.files_name_columns) return plan.status().WithContext("schema of " + in.files[0].path);
     return plan.status();
   }
   if (!stats_pass && plan->NeedsStats()) {
@@ -734,36 +761,47 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     if (!stats.ok()) return stats.status().WithContext("while computing feature statistics (standardize, quantiles)");
     internal::FillStats(&plan.value(), *stats);
   }
-  // Chunk plan: file order, then optionally shuffled by (seed, epoch).
+  return plan;
+}
+
+// A Parquet file's chunks: each row group in slices of ParquetSliceRows rows.
+Status AddParquetChunks(const ParsePlan& plan, const ReadOptions& options, int file_index, FileInfo& f,
+                        std::vector<ChunkRef>& order) {
+  RECTRAIN_ASSIGN_OR_RETURN(f.pq_columns, internal::MapParquetColumns(plan, *f.pq));
+  f.rows_before.assign(1, 0);
+  int64_t file_row = 0;
+  for (int rg = 0; rg < f.pq->num_row_groups(); ++rg) {
+    const int64_t rg_rows = f.pq->row_group_num_rows(rg);
+    const size_t group_start = order.size();
+    for (int64_t a = 0; a < rg_rows || (a == 0 && rg_rows == 0); a += ParquetSliceRows(options)) {
+      ChunkRef c;
+      c.file = file_index;
+      c.index = static_cast<int64_t>(f.rows_before.size()) - 1;
+      c.row_group = rg;
+      c.row_begin = a;
+      c.row_end = std::min(rg_rows, a + ParquetSliceRows(options));
+      // Nominal bytes (for ReaderStats::bytes_read): the file's share of these rows.
+      c.begin = f.size * (file_row + c.row_begin) / f.pq->num_rows();
+      c.end = f.size * (file_row + c.row_end) / f.pq->num_rows();
+      f.rows_before.push_back(file_row + c.row_end);
+      order.push_back(c);
+      if (rg_rows == 0) break;
+    }
+    order[group_start].group_size = static_cast<int64_t>(order.size() - group_start);
+    file_row += rg_rows;
+  }
+  f.num_chunks = static_cast<int64_t>(f.rows_before.size()) - 1;
+  return OkStatus();
+}
+
+// Every file's chunks in file order (text: chunk_bytes pieces; Parquet: row-group slices).
+Result<std::vector<ChunkRef>> PlanChunks(const ParsePlan& plan, const ReadOptions& options, std::vector<FileInfo>& files) {
   std::vector<ChunkRef> order;
   for (size_t i = 0; i < files.size(); ++i) {
     FileInfo& f = files[i];
     f.first_chunk = static_cast<int64_t>(order.size());
     if (f.pq) {
-      RECTRAIN_ASSIGN_OR_RETURN(f.pq_columns, internal::MapParquetColumns(*plan, *f.pq));
-      f.rows_before.assign(1, 0);
-      int64_t file_row = 0;
-      for (int rg = 0; rg < f.pq->num_row_groups(); ++rg) {
-        const int64_t rg_rows = f.pq->row_group_num_rows(rg);
-        const size_t group_start = order.size();
-        for (int64_t a = 0; a < rg_rows || (a == 0 && rg_rows == 0); a += ParquetSliceRows(options)) {
-          ChunkRef c;
-          c.file = static_cast<int>(i);
-          c.index = static_cast<int64_t>(f.rows_before.size()) - 1;
-          c.row_group = rg;
-          c.row_begin = a;
-          c.row_end = std::min(rg_rows, a + ParquetSliceRows(options));
-          // Nominal bytes (for ReaderStats::bytes_read): the file's share of these rows.
-          c.begin = f.size * (file_row + c.row_begin) / f.pq->num_rows();
-          c.end = f.size * (file_row + c.row_end) / f.pq->num_rows();
-          f.rows_before.push_back(file_row + c.row_end);
-          order.push_back(c);
-          if (rg_rows == 0) break;
-        }
-        order[group_start].group_size = static_cast<int64_t>(order.size() - group_start);
-        file_row += rg_rows;
-      }
-      f.num_chunks = static_cast<int64_t>(f.rows_before.size()) - 1;
+      RECTRAIN_RETURN_IF_ERROR(AddParquetChunks(plan, options, static_cast<int>(i), f, order));
       continue;
     }
     const int64_t data = f.size - f.data_start;
@@ -777,8 +815,13 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
       order.push_back(c);
     }
   }
-  // The pass's units (a text chunk, or the slices of one Parquet row group, kept together and in
-  // order) weighted by bytes (text) or rows (Parquet), ordered and shared out by the planner.
+  return order;
+}
+
+// The pass's units (a text chunk, or the slices of one Parquet row group, kept together and in
+// order) weighted by bytes (text) or rows (Parquet), ordered and shared out by the planner.
+std::vector<ChunkRef> OrderPass(std::vector<ChunkRef> order, const std::vector<FileInfo>& files, const ReadOptions& options) {
+  if (!options.shuffle && options.world <= 1) return order;
   std::vector<std::pair<int64_t, int64_t>> groups;  // [first, first + size)
   std::vector<int64_t> weights;
   for (int64_t i = 0; i < static_cast<int64_t>(order.size()); i += order[i].group_size) {
@@ -786,16 +829,27 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     const ChunkRef& c = order[i];
     weights.push_back(c.row_group >= 0 ? files[c.file].pq->row_group_num_rows(c.row_group) : c.end - c.begin);
   }
-  if (options.shuffle || options.world > 1) {
-    std::vector<ChunkRef> planned;
-    planned.reserve(order.size());
-    for (int64_t g : PlanPassUnits(weights, options.shuffle, options.seed, options.epoch, options.rank, options.world)) {
-      const auto& [first, size] = groups[static_cast<size_t>(g)];
-      planned.insert(planned.end(), order.begin() + first, order.begin() + first + size);
-    }
-    order = std::move(planned);
+  std::vector<ChunkRef> planned;
+  planned.reserve(order.size());
+  for (int64_t g : PlanPassUnits(weights, options.shuffle, options.seed, options.epoch, options.rank, options.world)) {
+    const auto& [first, size] = groups[static_cast<size_t>(g)];
+    planned.insert(planned.end(), order.begin() + first, order.begin() + first + size);
   }
-  RECTRAIN_RETURN_IF_ERROR(internal::CheckReaderBuffersFit(options, MakeLayout(*plan), -1));
+  return planned;
+}
+
+Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const ReadOptions& options,
+                                              bool stats_pass) {
+  RECTRAIN_RETURN_IF_ERROR(ValidateOptions(options));
+  RECTRAIN_RETURN_IF_ERROR(ValidateConfig(config_in));
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::ExpandPaths(config_in.files));
+  DataConfig config = config_in;
+  RECTRAIN_ASSIGN_OR_RETURN(config.schema.format, internal::ResolveFormat(config_in.schema.format, paths));
+  RECTRAIN_ASSIGN_OR_RETURN(OpenedInput in, OpenInput(config.schema, paths));
+  RECTRAIN_ASSIGN_OR_RETURN(ParsePlan plan, PlanInput(config, options, in, stats_pass));
+  RECTRAIN_ASSIGN_OR_RETURN(std::vector<ChunkRef> order, PlanChunks(plan, options, in.files));
+  order = OrderPass(std::move(order), in.files, options);
+  RECTRAIN_RETURN_IF_ERROR(internal::CheckReaderBuffersFit(options, MakeLayout(plan), -1));
   std::FILE* rejects = nullptr;
   if (!config.rejects_file.empty() && !stats_pass) {
     rejects = std::fopen(config.rejects_file.c_str(), "w");
@@ -804,7 +858,7 @@ Result<std::unique_ptr<BatchReader>> OpenImpl(const DataConfig& config_in, const
     }
   }
   return std::unique_ptr<BatchReader>(new TextBatchReader(
-      config, options, std::move(plan).value(), std::move(files), std::move(order), rejects));
+      config, options, std::move(plan), std::move(in.files), std::move(order), rejects));
 }
 
 }  // namespace

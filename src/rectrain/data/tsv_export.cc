@@ -51,6 +51,65 @@ std::string FreeName(std::string name, const std::vector<std::string>& taken) {
   return name;
 }
 
+// Appends row r of b as a TSV line: the label, the dense values (finite; the shortest text that
+// reads back), the sparse ids in hex (comma-separated when multi-valued), the group key.
+Status AppendRow(const Batch& b, int64_t r, int64_t row_number, const std::vector<std::string>& dense, bool group,
+                 std::string& buf) {
+  buf.push_back(b.labels[r] != 0.0f ? '1' : '0');
+  for (int j = 0; j < b.num_dense; ++j) {
+    const float x = b.dense[r * b.num_dense + j];
+    if (!std::isfinite(x)) {
+      return InvalidArgumentError("row " + std::to_string(row_number) + ": dense feature " + dense[j] + " is " +
+                                  std::to_string(x) + " after its transforms; a TSV can only hold finite values");
+    }
+    char num[32];
+    const auto res = std::to_chars(num, num + sizeof(num), x);
+    buf.push_back('\t');
+    buf.append(num, res.ptr);
+  }
+  for (int j = 0; j < b.num_sparse(); ++j) {
+    const SparseColumn& c = b.sparse[j];
+    buf.push_back('\t');
+    for (int64_t k = c.RowBegin(r); k < c.RowEnd(r); ++k) {
+      if (k > c.RowBegin(r)) buf.push_back(',');
+      AppendHex(c.ids[k], &buf);
+    }
+  }
+  if (group) {
+    buf.push_back('\t');
+    AppendHex(b.group_keys[r], &buf);
+  }
+  buf.push_back('\n');
+  return OkStatus();
+}
+
+// The config that reads the written file back as the same rows (read_back and its YAML).
+void DescribeReadBack(const std::string& out_path, const std::vector<std::string>& dense,
+                      const std::vector<std::string>& sparse, const std::vector<bool>& multi, const std::string& label,
+                      const std::string& group, TsvExportInfo& info) {
+  DataConfig& d = info.read_back;
+  d.files = {out_path};
+  d.schema.format = DataFormat::kTsv;
+  d.schema.header = true;
+  d.schema.delimiter = '\t';
+  d.schema.label = label;
+  d.schema.dense = dense;
+  d.schema.sparse = sparse;
+  if (info.has_group) d.schema.group_key = group;
+  std::string transforms;
+  auto add = [&](const std::string& name, const std::string& spec) {
+    d.transforms[name] = spec;
+    transforms += "    " + Quote(name) + ": " + Quote(spec) + "\n";
+  };
+  for (const std::string& n : dense) add(n, "fill(0)");
+  for (size_t j = 0; j < sparse.size(); ++j) add(sparse[j], multi[j] ? "split(',') | hex_id" : "hex_id");
+  if (info.has_group) add(group, "hex_id");
+  info.yaml = "data:\n  train: " + Quote(out_path) + "\n  format: tsv\n  header: true\n  label: " + Quote(label) +
+              "\n  dense: " + QuotedList(dense) + "\n  sparse: " + QuotedList(sparse) + "\n";
+  if (info.has_group) info.yaml += "  group_key: " + Quote(group) + "\n";
+  info.yaml += "features:\n  transforms:\n" + transforms;
+}
+
 }  // namespace
 
 Result<TsvExportInfo> ExportTsv(BatchReader* reader, const std::string& out_path) {
@@ -74,7 +133,7 @@ Result<TsvExportInfo> ExportTsv(BatchReader* reader, const std::string& out_path
     RECTRAIN_ASSIGN_OR_RETURN(std::optional<Batch> next, reader->Next());
     if (!next) break;
     const Batch& b = *next;
-    if (first) {
+    if (first) {  // the header, and which sparse columns hold several ids
       first = false;
       info.has_group = !b.group_keys.empty();
       buf = label;
@@ -88,32 +147,7 @@ Result<TsvExportInfo> ExportTsv(BatchReader* reader, const std::string& out_path
       }
     }
     for (int64_t r = 0; r < b.size; ++r) {
-      buf.push_back(b.labels[r] != 0.0f ? '1' : '0');
-      for (int j = 0; j < b.num_dense; ++j) {
-        const float x = b.dense[r * b.num_dense + j];
-        if (!std::isfinite(x)) {
-          return InvalidArgumentError("row " + std::to_string(info.rows + r + 1) + ": dense feature " +
-                                      dense[j] + " is " + std::to_string(x) +
-                                      " after its transforms; a TSV can only hold finite values");
-        }
-        char num[32];
-        const auto res = std::to_chars(num, num + sizeof(num), x);
-        buf.push_back('\t');
-        buf.append(num, res.ptr);
-      }
-      for (int j = 0; j < b.num_sparse(); ++j) {
-        const SparseColumn& c = b.sparse[j];
-        buf.push_back('\t');
-        for (int64_t k = c.RowBegin(r); k < c.RowEnd(r); ++k) {
-          if (k > c.RowBegin(r)) buf.push_back(',');
-          AppendHex(c.ids[k], &buf);
-        }
-      }
-      if (info.has_group) {
-        buf.push_back('\t');
-        AppendHex(b.group_keys[r], &buf);
-      }
-      buf.push_back('\n');
+      RECTRAIN_RETURN_IF_ERROR(AppendRow(b, r, info.rows + r + 1, dense, info.has_group, buf));
     }
     info.rows += b.size;
     reader->Recycle(std::move(*next));
@@ -129,28 +163,7 @@ Result<TsvExportInfo> ExportTsv(BatchReader* reader, const std::string& out_path
   RECTRAIN_RETURN_IF_ERROR(file->Append(buf));
   info.bytes = file->bytes_written();
   RECTRAIN_RETURN_IF_ERROR(file->Commit());
-
-  DataConfig& d = info.read_back;
-  d.files = {out_path};
-  d.schema.format = DataFormat::kTsv;
-  d.schema.header = true;
-  d.schema.delimiter = '\t';
-  d.schema.label = label;
-  d.schema.dense = dense;
-  d.schema.sparse = sparse;
-  if (info.has_group) d.schema.group_key = group;
-  std::string transforms;
-  auto add = [&](const std::string& name, const std::string& spec) {
-    d.transforms[name] = spec;
-    transforms += "    " + Quote(name) + ": " + Quote(spec) + "\n";
-  };
-  for (const std::string& n : dense) add(n, "fill(0)");
-  for (size_t j = 0; j < sparse.size(); ++j) add(sparse[j], multi[j] ? "split(',') | hex_id" : "hex_id");
-  if (info.has_group) add(group, "hex_id");
-  info.yaml = "data:\n  train: " + Quote(out_path) + "\n  format: tsv\n  header: true\n  label: " + Quote(label) +
-              "\n  dense: " + QuotedList(dense) + "\n  sparse: " + QuotedList(sparse) + "\n";
-  if (info.has_group) info.yaml += "  group_key: " + Quote(group) + "\n";
-  info.yaml += "features:\n  transforms:\n" + transforms;
+  DescribeReadBack(out_path, dense, sparse, multi, label, group, info);
   return info;
 }
 

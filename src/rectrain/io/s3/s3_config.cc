@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 
 namespace rectrain::io::s3 {
@@ -87,15 +88,6 @@ std::string HostOf(const std::string& endpoint) {
   return rest.substr(0, rest.find(':'));
 }
 
-const char* StyleName(AddressingStyle s) {
-  switch (s) {
-    case AddressingStyle::kPath: return "path";
-    case AddressingStyle::kVirtual: return "virtual";
-    case AddressingStyle::kAuto: break;
-  }
-  return "auto";
-}
-
 }  // namespace
 
 EnvLookup ProcessEnv() {
@@ -113,58 +105,72 @@ bool S3Config::UsePathStyle(std::string_view bucket) const {
 }
 
 std::string S3Config::Describe() const {
-  return "endpoint " + endpoint + ", region " + region + ", addressing " + StyleName(addressing) +
+  return "endpoint " + endpoint + ", region " + region + ", addressing " + kAddressingStyles.Name(addressing) +
          ", credentials: " + credentials_source;
 }
 
-Result<S3Config> ResolveS3Config(const EnvLookup& env) {
-  auto var = [&](const char* name) { return env(name).value_or(""); };
-  S3Config c;
-  std::string profile = var("AWS_PROFILE");
-  if (profile.empty()) profile = var("AWS_DEFAULT_PROFILE");
-  if (profile.empty()) profile = "default";
-  const std::string home = var("HOME");
-  std::string cred_file = var("AWS_SHARED_CREDENTIALS_FILE");
-  if (cred_file.empty() && !home.empty()) cred_file = home + "/.aws/credentials";
-  std::string config_file = var("AWS_CONFIG_FILE");
-  if (config_file.empty() && !home.empty()) config_file = home + "/.aws/config";
-  RECTRAIN_ASSIGN_OR_RETURN(Section creds, ReadSection(cred_file, profile));
-  RECTRAIN_ASSIGN_OR_RETURN(Section conf,
-                            ReadSection(config_file, profile == "default" ? "default" : "profile " + profile));
+namespace {
 
-  if (!var("AWS_ACCESS_KEY_ID").empty()) {
-    c.credentials = {var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY"), var("AWS_SESSION_TOKEN")};
+// Where the settings come from, in the AWS CLI's order: the environment, then the profile's
+// sections of the shared credentials and config files.
+struct SettingSources {
+  std::function<std::string(const char*)> var;  // an environment variable, "" when unset
+  std::string profile, cred_file, config_file;
+  Section creds, conf;
+};
+
+Result<SettingSources> ReadSources(const EnvLookup& env) {
+  SettingSources s;
+  s.var = [env](const char* name) { return env(name).value_or(""); };
+  s.profile = s.var("AWS_PROFILE");
+  if (s.profile.empty()) s.profile = s.var("AWS_DEFAULT_PROFILE");
+  if (s.profile.empty()) s.profile = "default";
+  const std::string home = s.var("HOME");
+  s.cred_file = s.var("AWS_SHARED_CREDENTIALS_FILE");
+  if (s.cred_file.empty() && !home.empty()) s.cred_file = home + "/.aws/credentials";
+  s.config_file = s.var("AWS_CONFIG_FILE");
+  if (s.config_file.empty() && !home.empty()) s.config_file = home + "/.aws/config";
+  RECTRAIN_ASSIGN_OR_RETURN(s.creds, ReadSection(s.cred_file, s.profile));
+  RECTRAIN_ASSIGN_OR_RETURN(s.conf, ReadSection(s.config_file, s.profile == "default" ? "default" : "profile " + s.profile));
+  return s;
+}
+
+// The first non-empty of `candidates`, or "".
+std::string FirstSet(std::initializer_list<std::string> candidates) {
+  for (const std::string& c : candidates) {
+    if (!c.empty()) return c;
+  }
+  return "";
+}
+
+Status ResolveCredentials(const SettingSources& s, S3Config& c) {
+  if (!s.var("AWS_ACCESS_KEY_ID").empty()) {
+    c.credentials = {s.var("AWS_ACCESS_KEY_ID"), s.var("AWS_SECRET_ACCESS_KEY"), s.var("AWS_SESSION_TOKEN")};
     c.credentials_source = "environment (AWS_ACCESS_KEY_ID)";
     if (c.credentials.secret_access_key.empty()) {
       return InvalidArgumentError("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not; set both, or neither");
     }
-  } else {
-    for (const auto& [section, file] : {std::pair{&creds, &cred_file}, std::pair{&conf, &config_file}}) {
-      if (Get(*section, "aws_access_key_id").empty()) continue;
-      c.credentials = {Get(*section, "aws_access_key_id"), Get(*section, "aws_secret_access_key"),
-                       Get(*section, "aws_session_token")};
-      c.credentials_source = "profile " + profile + " (" + *file + ")";
-      if (c.credentials.secret_access_key.empty()) {
-        return InvalidArgumentError(*file + ": profile " + profile + " has aws_access_key_id but no aws_secret_access_key");
-      }
-      break;
-    }
+    return OkStatus();
   }
-  if (c.credentials.anonymous()) c.credentials_source = "none found (anonymous requests)";
+  for (const auto& [section, file] : {std::pair{&s.creds, &s.cred_file}, std::pair{&s.conf, &s.config_file}}) {
+    if (Get(*section, "aws_access_key_id").empty()) continue;
+    c.credentials = {Get(*section, "aws_access_key_id"), Get(*section, "aws_secret_access_key"),
+                     Get(*section, "aws_session_token")};
+    c.credentials_source = "profile " + s.profile + " (" + *file + ")";
+    if (c.credentials.secret_access_key.empty()) {
+      return InvalidArgumentError(*file + ": profile " + s.profile + " has aws_access_key_id but no aws_secret_access_key");
+    }
+    return OkStatus();
+  }
+  c.credentials_source = "none found (anonymous requests)";
+  return OkStatus();
+}
 
-  for (const std::string& r : {var("AWS_REGION"), var("AWS_DEFAULT_REGION"), Get(conf, "region")}) {
-    if (!r.empty()) {
-      c.region = r;
-      break;
-    }
-  }
-  for (const std::string& e : {var("AWS_ENDPOINT_URL_S3"), var("AWS_ENDPOINT_URL"), Get(conf, "s3.endpoint_url"),
-                               Get(conf, "endpoint_url")}) {
-    if (!e.empty()) {
-      c.endpoint = e;
-      break;
-    }
-  }
+Status ResolveEndpoint(const SettingSources& s, S3Config& c) {
+  const std::string region = FirstSet({s.var("AWS_REGION"), s.var("AWS_DEFAULT_REGION"), Get(s.conf, "region")});
+  if (!region.empty()) c.region = region;
+  c.endpoint = FirstSet({s.var("AWS_ENDPOINT_URL_S3"), s.var("AWS_ENDPOINT_URL"), Get(s.conf, "s3.endpoint_url"),
+                         Get(s.conf, "endpoint_url")});
   if (c.endpoint.empty()) c.endpoint = "https://s3." + c.region + ".amazonaws.com";
   while (c.endpoint.size() > 1 && c.endpoint.back() == '/') c.endpoint.pop_back();
   if (!c.endpoint.starts_with("http://") && !c.endpoint.starts_with("https://")) {
@@ -179,35 +185,41 @@ Result<S3Config> ResolveS3Config(const EnvLookup& env) {
   if (c.endpoint.find('/', c.endpoint.find("://") + 3) != std::string::npos) {
     return InvalidArgumentError("the S3 endpoint \"" + c.endpoint + "\" must be scheme://host[:port], without a path");
   }
-
-  std::string style = var("RECTRAIN_S3_ADDRESSING_STYLE");
-  if (style.empty()) style = Get(conf, "s3.addressing_style");
-  if (style == "path") c.addressing = AddressingStyle::kPath;
-  else if (style == "virtual") c.addressing = AddressingStyle::kVirtual;
-  else if (!style.empty() && style != "auto") {
-    return InvalidArgumentError("addressing_style must be path, virtual or auto, got \"" + style + "\"");
+  const std::string style = FirstSet({s.var("RECTRAIN_S3_ADDRESSING_STYLE"), Get(s.conf, "s3.addressing_style")});
+  if (!style.empty()) {
+    RECTRAIN_ASSIGN_OR_RETURN(c.addressing, kAddressingStyles.Parse(style, "addressing_style"));
   }
+  c.ca_bundle = FirstSet({s.var("AWS_CA_BUNDLE"), Get(s.conf, "ca_bundle")});
+  return OkStatus();
+}
 
-  c.ca_bundle = var("AWS_CA_BUNDLE");
-  if (c.ca_bundle.empty()) c.ca_bundle = Get(conf, "ca_bundle");
-
+Status ResolveRetries(const SettingSources& s, S3Config& c) {
   struct Knob {
     const char* name;
     std::string value;
     int64_t* out;
   };
   int64_t attempts = c.max_attempts;
-  std::string attempts_text = var("AWS_MAX_ATTEMPTS");
-  if (attempts_text.empty()) attempts_text = Get(conf, "max_attempts");
-  for (Knob k : {Knob{"AWS_MAX_ATTEMPTS", attempts_text, &attempts},
-                 Knob{"RECTRAIN_S3_RETRY_BASE_MS", var("RECTRAIN_S3_RETRY_BASE_MS"), &c.retry_base_ms},
-                 Knob{"RECTRAIN_S3_RETRY_MAX_MS", var("RECTRAIN_S3_RETRY_MAX_MS"), &c.retry_max_ms},
-                 Knob{"RECTRAIN_S3_CONNECT_TIMEOUT_MS", var("RECTRAIN_S3_CONNECT_TIMEOUT_MS"), &c.connect_timeout_ms},
-                 Knob{"RECTRAIN_S3_STALL_TIMEOUT_MS", var("RECTRAIN_S3_STALL_TIMEOUT_MS"), &c.stall_timeout_ms}}) {
+  for (Knob k : {Knob{"AWS_MAX_ATTEMPTS", FirstSet({s.var("AWS_MAX_ATTEMPTS"), Get(s.conf, "max_attempts")}), &attempts},
+                 Knob{"RECTRAIN_S3_RETRY_BASE_MS", s.var("RECTRAIN_S3_RETRY_BASE_MS"), &c.retry_base_ms},
+                 Knob{"RECTRAIN_S3_RETRY_MAX_MS", s.var("RECTRAIN_S3_RETRY_MAX_MS"), &c.retry_max_ms},
+                 Knob{"RECTRAIN_S3_CONNECT_TIMEOUT_MS", s.var("RECTRAIN_S3_CONNECT_TIMEOUT_MS"), &c.connect_timeout_ms},
+                 Knob{"RECTRAIN_S3_STALL_TIMEOUT_MS", s.var("RECTRAIN_S3_STALL_TIMEOUT_MS"), &c.stall_timeout_ms}}) {
     if (k.value.empty()) continue;
     RECTRAIN_ASSIGN_OR_RETURN(*k.out, ParsePositive(k.name, k.value));
   }
   c.max_attempts = static_cast<int>(std::min<int64_t>(attempts, 100));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<S3Config> ResolveS3Config(const EnvLookup& env) {
+  RECTRAIN_ASSIGN_OR_RETURN(const SettingSources sources, ReadSources(env));
+  S3Config c;
+  RECTRAIN_RETURN_IF_ERROR(ResolveCredentials(sources, c));
+  RECTRAIN_RETURN_IF_ERROR(ResolveEndpoint(sources, c));
+  RECTRAIN_RETURN_IF_ERROR(ResolveRetries(sources, c));
   return c;
 }
 

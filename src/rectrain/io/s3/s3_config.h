@@ -32,12 +32,16 @@
 #include <optional>
 #include <string>
 
+#include "rectrain/base/named_enum.h"
 #include "rectrain/base/result.h"
 #include "rectrain/io/s3/sigv4.h"
 
 namespace rectrain::io::s3 {
 
-enum class AddressingStyle { kAuto, kPath, kVirtual };
+enum class AddressingStyle : uint8_t { kAuto, kPath, kVirtual };
+inline constexpr NamedEnum<AddressingStyle>::Entry kAddressingStyleEntries[] = {
+    {AddressingStyle::kPath, "path"}, {AddressingStyle::kVirtual, "virtual"}, {AddressingStyle::kAuto, "auto"}};
+inline constexpr NamedEnum<AddressingStyle> kAddressingStyles(kAddressingStyleEntries);
 
 struct S3Config {
   std::string endpoint;  // "scheme://host[:port]", no trailing slash
