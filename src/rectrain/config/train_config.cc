@@ -264,7 +264,11 @@ void BindTrain(ConfigBinder& b, TrainConfig& c) {
   t.eval_every_steps = b.Int("train.eval_every_steps", 0, Range::Closed(0, kMaxInt));
   t.checkpoint_every_steps = b.Int("train.checkpoint_every_steps", 0, Range::Closed(0, kMaxInt));
   t.keep_checkpoints = b.Int("train.keep_checkpoints", 3, Range::Closed(1, 1000000));
-  t.checkpoint_full_every = b.Int("train.checkpoint_full_every", 1, Range::Closed(1, 1000000));
+  // Bound only when given, so that a config without it resolves (and hashes) as before the key
+  // existed: a run's config_hash in meta.json does not change with the upgrade.
+  if (b.Has("train.checkpoint_full_every")) {
+    t.checkpoint_full_every = b.Int("train.checkpoint_full_every", 1, Range::Closed(1, 1000000));
+  }
   t.checkpoint_dir = b.String("train.checkpoint_dir", "");
   if (!t.checkpoint_dir.empty() && t.checkpoint_dir.rfind("s3://", 0) != 0) {
     b.AddError("train.checkpoint_dir", "must be an object-store prefix such as s3://bucket/runs/x/checkpoints "
@@ -434,11 +438,12 @@ TrainConfig BindTrainConfig(ConfigBinder& b) {
 }
 
 std::vector<KeySpec> TrainConfigSchema() {
-  // data.stream's and train.publish's keys are bound only when their section is there
-  // (stream_section.cc, publish_section.cc): the schema is read from a config that has both, so
-  // it lists them too.
+  // data.stream's and train.publish's keys, and train.checkpoint_full_every, are bound only when
+  // given (stream_section.cc, publish_section.cc, BindTrain): the schema is read from a config that
+  // has them, so it lists them too.
   auto binder = ConfigBinder::FromYamlString(
-      "data: {stream: {url: 'redis://127.0.0.1:1/schema'}}\ntrain: {publish: {to: models}}", "schema");
+      "data: {stream: {url: 'redis://127.0.0.1:1/schema'}}\ntrain: {publish: {to: models}, checkpoint_full_every: 1}",
+      "schema");
   BindTrainConfig(*binder);
   return binder->keys();
 }

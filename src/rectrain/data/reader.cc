@@ -739,7 +739,9 @@ Result<OpenedInput> OpenInput(const SchemaConfig& schema, const std::vector<std:
     f.size = f.file->size();
     if (f.size == 0) return InvalidArgumentError(errors::EmptyFile(f.path, false));
     RECTRAIN_RETURN_IF_ERROR(CheckNotBinary(f, schema.format));
-    if (header) RECTRAIN_RETURN_IF_ERROR(ReadHeader(schema, f, in, header_line0));
+    if (header) {
+      RECTRAIN_RETURN_IF_ERROR(ReadHeader(schema, f, in, header_line0));
+    }
     in.files.push_back(std::move(f));
   }
   return in;
