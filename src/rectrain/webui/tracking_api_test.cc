@@ -1,6 +1,7 @@
 // Tests for the tracking REST API (webui/tracking_api.h) served by http::Server over loopback:
 // every route, the error mapping, the documented filters unencoded, compare's refusals. (What
 // the web UI adds, ServeUi and the alerts route: ui_server_test.cc.)
+#include "rectrain/webui/internal/api_test_util.h"
 #include "rectrain/webui/tracking_api.h"
 
 #include <gtest/gtest.h>
@@ -66,12 +67,7 @@ class TrackingApiTest : public ::testing::Test {
     return c;
   }
   json GetJson(const std::string& path, int want_status = 200) {
-    auto c = Client();
-    auto res = c.Get(path.c_str());
-    EXPECT_TRUE(res) << path;
-    if (!res) return {};
-    EXPECT_EQ(res->status, want_status) << path << " -> " << res->body;
-    return json::parse(res->body);
+    return GetApiJson(server_->port(), path, want_status);
   }
 
   fs::path dir_;

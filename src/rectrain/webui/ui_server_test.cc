@@ -17,6 +17,7 @@
 
 #include "rectrain/http/server.h"
 #include "rectrain/track/runs_report.h"
+#include "rectrain/webui/internal/api_test_util.h"
 #include "rectrain/webui/tracking_api.h"
 #include "rectrain/webui/ui_server.h"
 
@@ -71,12 +72,7 @@ class UiApiTest : public ::testing::Test {
     server_ = std::move(s).value();
   }
   json GetJson(const std::string& path, int want_status = 200) {
-    httplib::Client c("127.0.0.1", server_->port());
-    auto res = c.Get(path.c_str());
-    EXPECT_TRUE(res) << path;
-    if (!res) return {};
-    EXPECT_EQ(res->status, want_status) << path << " -> " << res->body;
-    return json::parse(res->body);
+    return GetApiJson(server_->port(), path, want_status);
   }
 
   fs::path dir_;
