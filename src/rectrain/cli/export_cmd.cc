@@ -89,7 +89,7 @@ int RunPublish(const std::vector<std::string>& args) {
                    "or --full-every deltas were published since the last. The online trainer publishes the\n"
                    "same way from memory (docs/online.md).");
   flags.Positional("RUN_DIR", &run_dir, true, "a run directory written by rectrain train");
-  flags.String("to", &o.versions_dir, "the versions directory (created if missing)");
+  flags.String("to", &o.versions_dir, "the versions directory (created if missing), or an s3://bucket/prefix");
   flags.Int("full-every", &full_every, "a full export after N deltas in a row (0: deltas only, after the first)");
   flags.Bool("full", &o.full_first, "write a full export now (another model, or to restart a chain)");
   flags.String("rows", &row_type, "row storage of full exports (deltas take their base's)");

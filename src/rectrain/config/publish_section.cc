@@ -13,12 +13,11 @@ void BindPublishSection(ConfigBinder& b, TrainConfig* c) {
   p.full_every = b.Int("train.publish.full_every", 10, Range::Closed(0, 1000000));
   if (p.to.empty()) {
     b.AddError("train.publish.to", "is required: the versions directory `rectrain serve` watches (e.g. models/)");
-  } else if (p.to.find("://") != std::string::npos) {
-    // The publisher renames complete version directories into place and reads its own versions
-    // back as the server does; an object store has neither (serve mirrors a store's versions
-    // into a local directory, but nothing writes them there yet).
-    b.AddError("train.publish.to", "'" + p.to + "' is not a local directory: the trainer publishes to a local or shared "
-                                   "file system directory (serve it with rectrain serve DIR)");
+  } else if (p.to.find("://") != std::string::npos && !p.to.starts_with("s3://")) {
+    // Versions are written locally and uploaded (serve/publish.h): to a directory, or a prefix of
+    // the object store `rectrain serve s3://...` mirrors.
+    b.AddError("train.publish.to", "'" + p.to + "' is neither a directory nor an s3:// prefix (e.g. models/ or "
+                                   "s3://bucket/models)");
   }
   // The asynchronous job's model lives on its parameter servers, which no step sees whole.
   if (c->dist.mode == DistMode::kAsync) b.AddError("train.publish", "needs dist.mode sync (an async job's rows live on its servers)");

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <vector>
 
 #include "rectrain/base/random.h"
 #include "rectrain/io/fs/file_system.h"
+#include "rectrain/serve/delta.h"
 #include "rectrain/serve/model_package.h"
+#include "rectrain/serve/publish.h"
 
 namespace rectrain::serve {
 namespace {
@@ -43,6 +46,64 @@ std::string ModelMirror::DefaultCacheDir(const std::string& remote, const std::s
   return root + "/" + name.substr(0, 80) + "-" + hash;
 }
 
+Result<int64_t> NewestRemoteVersion(const std::string& remote) {
+  io::FileSystem& store = io::FileSystemFor(remote);
+  Result<std::vector<io::DirEntry>> listed = store.List(remote, /*recursive=*/false);
+  if (!listed.ok() && listed.status().code() == StatusCode::kNotFound) return 0;  // no version yet
+  RECTRAIN_ASSIGN_OR_RETURN(const std::vector<io::DirEntry> entries, std::move(listed));
+  std::vector<int64_t> versions;
+  for (const io::DirEntry& e : entries) {
+    if (e.is_dir && IsVersionName(e.name)) versions.push_back(std::stoll(e.name));
+  }
+  std::sort(versions.rbegin(), versions.rend());
+  for (int64_t v : versions) {
+    Result<io::FileStat> st = store.Stat(io::JoinPath(io::JoinPath(remote, std::to_string(v)), "manifest.json"));
+    if (st.ok()) return v;
+    if (st.status().code() != StatusCode::kNotFound) return st.status();
+  }
+  return 0;
+}
+
+Status ModelMirror::FetchChain(int64_t version) {
+  std::vector<int64_t> needed{version};  // newest first
+  for (int64_t v = version;;) {
+    const std::string manifest = io::JoinPath(io::JoinPath(remote_, std::to_string(v)), "manifest.json");
+    RECTRAIN_ASSIGN_OR_RETURN(const std::string text, io::ReadFileToString(manifest));
+    if (!IsDeltaManifest(text)) break;  // a full export
+    RECTRAIN_ASSIGN_OR_RETURN(const DeltaManifest dm, DeltaManifestFromJson(text, manifest));
+    if (dm.base_version >= v) {
+      return DataLossError(manifest + " names version " + std::to_string(dm.base_version) + " as its base, not an older one");
+    }
+    Result<PackageFile> cached = DescribeFile(Cached(dm.base_version), "manifest.json");
+    if (cached.ok() && cached->xxh64 == dm.base_manifest_xxh64) break;  // the rest of the chain is here
+    v = dm.base_version;
+    needed.push_back(v);
+  }
+  for (auto it = needed.rbegin(); it != needed.rend(); ++it) {
+    RECTRAIN_RETURN_IF_ERROR(Download(io::JoinPath(remote_, std::to_string(*it)), Cached(*it)))
+        << "while fetching version " << *it << (*it == version ? "" : " (the chain of version " + std::to_string(version) + ")");
+  }
+  return OkStatus();
+}
+
+void ModelMirror::Prune(int64_t newest) {
+  std::set<std::string> keep;
+  Result<VersionChain> chain = ResolveVersion(cache_dir_, newest);
+  if (!chain.ok()) return;  // the service says why when it loads it; remove nothing meanwhile
+  keep.insert(chain->dirs.begin(), chain->dirs.end());
+  std::vector<int64_t> cached;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(cache_dir_, ec)) {
+    const std::string name = d.path().filename().string();
+    if (IsVersionName(name)) cached.push_back(std::stoll(name));
+  }
+  std::sort(cached.rbegin(), cached.rend());
+  // The newest `keep_` stay too (the service may still serve the previous one).
+  for (size_t i = static_cast<size_t>(keep_); i < cached.size(); ++i) {
+    if (!keep.contains(Cached(cached[i]))) fs::remove_all(Cached(cached[i]), ec);
+  }
+}
+
 Result<bool> ModelMirror::Sync() {
   io::FileSystem& store = io::FileSystemFor(remote_);
   std::error_code ec;
@@ -58,33 +119,11 @@ Result<bool> ModelMirror::Sync() {
     return true;
   }
   local_path_ = cache_dir_;
-  Result<std::vector<io::DirEntry>> listed = store.List(remote_, /*recursive=*/false);
-  if (!listed.ok() && listed.status().code() == StatusCode::kNotFound) return false;  // no version yet
-  RECTRAIN_ASSIGN_OR_RETURN(std::vector<io::DirEntry> entries, std::move(listed));
-  std::vector<int64_t> versions;
-  for (const io::DirEntry& e : entries) {
-    if (e.is_dir && IsVersionName(e.name)) versions.push_back(std::stoll(e.name));
-  }
-  std::sort(versions.rbegin(), versions.rend());
-  for (int64_t v : versions) {
-    const std::string remote = io::JoinPath(remote_, std::to_string(v));
-    if (!store.Stat(io::JoinPath(remote, "manifest.json")).ok()) continue;  // still being uploaded
-    const std::string dst = cache_dir_ + "/" + std::to_string(v);
-    if (fs::exists(dst + "/manifest.json", ec)) return false;  // the newest complete one is here
-    RECTRAIN_RETURN_IF_ERROR(Download(remote, dst));
-    // Keep the newest `keep` cached versions (the service may still serve the previous one).
-    std::vector<int64_t> cached;
-    for (const auto& d : fs::directory_iterator(cache_dir_, ec)) {
-      const std::string name = d.path().filename().string();
-      if (IsVersionName(name)) cached.push_back(std::stoll(name));
-    }
-    std::sort(cached.rbegin(), cached.rend());
-    for (size_t i = static_cast<size_t>(keep_); i < cached.size(); ++i) {
-      fs::remove_all(cache_dir_ + "/" + std::to_string(cached[i]), ec);
-    }
-    return true;
-  }
-  return false;
+  RECTRAIN_ASSIGN_OR_RETURN(const int64_t newest, NewestRemoteVersion(remote_));
+  if (newest == 0 || fs::exists(Cached(newest) + "/manifest.json", ec)) return false;  // none, or already here
+  RECTRAIN_RETURN_IF_ERROR(FetchChain(newest));
+  Prune(newest);
+  return true;
 }
 
 }  // namespace rectrain::serve

@@ -1,7 +1,10 @@
 // rectrain/serve/publish.cc: see publish.h.
 #include "rectrain/serve/publish.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
@@ -11,7 +14,9 @@
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/io/file.h"
+#include "rectrain/io/fs/file_system.h"
 #include "rectrain/serve/delta.h"
+#include "rectrain/serve/model_mirror.h"
 #include "rectrain/serve/internal/manifest_json.h"
 
 namespace rectrain::serve {
@@ -203,10 +208,14 @@ Result<std::unique_ptr<Publisher>> Publisher::Open(const PublishOptions& options
   if (options.versions_dir.empty()) return InvalidArgumentError("a versions directory is required (--to MODELS)");
   if (options.full_every < 0) return InvalidArgumentError("full_every must be >= 0");
   std::unique_ptr<Publisher> p(new Publisher(options));
-  const auto versions = ListVersions(options.versions_dir);
+  p->local_ = options.versions_dir;
+  if (io::IsRemotePath(options.versions_dir)) {
+    RECTRAIN_RETURN_IF_ERROR(p->OpenRemote());
+  }
+  const auto versions = ListVersions(p->local_);
   if (versions.empty()) return p;
   p->newest_ = versions.front().first;
-  Result<VersionChain> chain = ResolveVersion(options.versions_dir, p->newest_);
+  Result<VersionChain> chain = ResolveVersion(p->local_, p->newest_);
   if (!chain.ok()) return p;  // the next publish is a full export
   Result<std::unique_ptr<Predictor>> view = LoadChain(*chain, options.view);
   if (!view.ok()) return p;
@@ -216,31 +225,108 @@ Result<std::unique_ptr<Publisher>> Publisher::Open(const PublishOptions& options
   return p;
 }
 
+Publisher::~Publisher() {
+  if (!owns_staging_) return;
+  std::error_code ignored;
+  fs::remove_all(local_, ignored);
+}
+
+Status Publisher::OpenRemote() {
+  remote_ = options_.versions_dir;
+  std::error_code ec;
+  if (options_.staging_dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path(ec) / "rectrain-publish-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return ErrnoToStatus(errno, "cannot create a staging directory " + tmpl);
+    local_ = tmpl;
+    owns_staging_ = true;
+  } else {
+    local_ = options_.staging_dir;
+    fs::create_directories(local_, ec);
+    if (ec) return ErrnoToStatus(ec.value(), "cannot create the staging directory " + local_);
+    // The store is the truth: versions staged by an earlier publisher may be gone from it.
+    for (const auto& e : fs::directory_iterator(local_, ec)) {
+      const std::string name = e.path().filename().string();
+      if (IsVersionName(name) || name.find(".tmp-") != std::string::npos) fs::remove_all(e.path(), ec);
+    }
+  }
+  ModelMirror mirror(remote_, local_, /*keep=*/1);
+  if (Result<bool> synced = mirror.Sync(); !synced.ok()) {
+    const StatusCode code = synced.status().code();
+    // Unreachable now: no view, so the first publish that reaches the store is a full export.
+    if (code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded) return OkStatus();
+    return synced.status().WithContext("while reading the published versions in " + remote_);
+  }
+  return OkStatus();
+}
+
+Result<bool> Publisher::ViewListed(const std::vector<std::pair<int64_t, std::string>>& local_versions) const {
+  if (!view_) return false;
+  if (remote_.empty()) {
+    return std::any_of(local_versions.begin(), local_versions.end(), [&](const auto& v) { return v.first == view_version_; });
+  }
+  const std::string manifest = io::JoinPath(io::JoinPath(remote_, std::to_string(view_version_)), "manifest.json");
+  Result<io::FileStat> st = io::FileSystemFor(remote_).Stat(manifest);
+  if (st.ok()) return true;
+  if (st.status().code() == StatusCode::kNotFound) return false;
+  return st.status();
+}
+
+Status Publisher::Upload(int64_t version) const {
+  const std::string to = io::JoinPath(remote_, std::to_string(version));
+  RECTRAIN_RETURN_IF_ERROR(io::CopyTree((fs::path(local_) / std::to_string(version)).string(), to, "manifest.json"))
+      << "while uploading version " << version << " to " << to;
+  return OkStatus();
+}
+
+void Publisher::PruneStaging(int64_t full) const {
+  std::error_code ec;
+  for (const auto& [v, dir] : ListVersions(local_)) {
+    if (v != full) fs::remove_all(dir, ec);
+  }
+}
+
 Result<PublishReport> Publisher::Publish(const ModelSource& source) {
+  Stopwatch sw;
   // Numbers only grow, also past versions that others put in the directory meanwhile.
-  const auto versions = ListVersions(options_.versions_dir);
+  const auto versions = ListVersions(local_);
   if (!versions.empty()) newest_ = std::max(newest_, versions.front().first);
+  if (!remote_.empty()) {
+    RECTRAIN_ASSIGN_OR_RETURN(const int64_t published, NewestRemoteVersion(remote_));
+    newest_ = std::max(newest_, published);
+  }
   const int64_t version = newest_ + 1;
-  const std::string out = (fs::path(options_.versions_dir) / std::to_string(version)).string();
+  const std::string out = (fs::path(local_) / std::to_string(version)).string();
   // A view whose version left the directory (removed, the directory recreated) is no base a
   // server can find: publish a full export.
-  const bool view_listed = std::any_of(versions.begin(), versions.end(), [&](const auto& v) { return v.first == view_version_; });
-  const bool full = !view_ || !view_listed || view_version_ != newest_ || std::exchange(options_.full_first, false) ||
+  RECTRAIN_ASSIGN_OR_RETURN(const bool view_listed, ViewListed(versions));
+  const bool full = !view_listed || view_version_ != newest_ || std::exchange(options_.full_first, false) ||
                     (options_.full_every > 0 && deltas_since_full_ >= options_.full_every);
   PublishReport report;
   if (full) {
     ExportOptions eo{.out_dir = out, .version = version, .min_count = options_.min_count, .row_type = options_.row_type};
     RECTRAIN_ASSIGN_OR_RETURN(ExportReport er, ExportModel(source, eo));
     report = PublishReport{.version = version, .full = true, .changed_rows = er.rows_kept, .rows = er.rows_kept,
-                           .bytes = er.bytes, .seconds = er.seconds};
-    RECTRAIN_ASSIGN_OR_RETURN(view_, Predictor::Load(out, options_.view));
-    deltas_since_full_ = 0;
+                           .bytes = er.bytes};
   } else {
     RECTRAIN_ASSIGN_OR_RETURN(report, WriteDelta(source, *view_, view_version_, out, version));
+  }
+  if (!remote_.empty()) {
+    if (Status up = Upload(version); !up.ok()) {
+      std::error_code ignored;
+      fs::remove_all(out, ignored);  // not published: the view stays the last version uploaded
+      return up;
+    }
+  }
+  if (full) {
+    RECTRAIN_ASSIGN_OR_RETURN(view_, Predictor::Load(out, options_.view));
+    deltas_since_full_ = 0;
+    if (!remote_.empty()) PruneStaging(version);
+  } else {
     RECTRAIN_ASSIGN_OR_RETURN(view_, view_->ApplyDelta(out));
     ++deltas_since_full_;
   }
   view_version_ = newest_ = version;
+  report.seconds = sw.Seconds();
   return report;
 }
 

@@ -11,6 +11,14 @@
 // The online trainer calls Publisher::Publish with its in-memory model every publish interval;
 // `rectrain publish RUN_DIR --to MODELS` does one publish of a run's final model.
 //
+// The versions directory may be an object store prefix ("s3://bucket/models", which
+// `rectrain serve` mirrors, model_mirror.h): each version is then written into a local staging
+// directory exactly as into a local versions directory, and uploaded with its manifest.json last,
+// so that a reader never sees a partial version; the staging directory also holds the versions
+// the publisher's view rests on (fetched from the store when it opens). A version whose upload
+// fails is not published: the view stays the last version uploaded, and the next Publish writes
+// the same number again (a version without its manifest is ignored by readers and overwritten).
+//
 // Thread safety: a Publisher is used by one thread; the functions are reentrant. One publisher
 // per versions directory (two would number their versions alike).
 #pragma once
@@ -51,12 +59,16 @@ Result<std::unique_ptr<Predictor>> LoadChain(const VersionChain& chain, const Pr
 Result<std::unique_ptr<Predictor>> LoadModelDir(const std::string& dir, const PredictorOptions& options);
 
 struct PublishOptions {
-  std::string versions_dir;
+  std::string versions_dir;           // a local directory or an object store prefix (s3://)
   int full_every = 10;                // a full export after this many deltas in a row (0: only the first)
   bool full_first = false;            // the first Publish writes a full export whatever the view
   RowType row_type = RowType::kFp32;  // of full exports; a delta takes its base's
   int64_t min_count = 0;              // of full exports; a delta takes its base's
   PredictorOptions view{.threads = 1};  // how the publisher loads the served view
+  // Of an object store versions_dir: the local directory versions are written in before they are
+  // uploaded (its numbered and temporary directories are removed when the publisher opens); empty:
+  // a new temporary directory, removed with the publisher.
+  std::string staging_dir;
 };
 
 struct PublishReport {
@@ -76,8 +88,11 @@ Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& bas
 class Publisher {
  public:
   // Loads the newest version of versions_dir (if any) as its view; a version that does not load
-  // is not an error: the next publish is then a full export.
+  // is not an error: the next publish is then a full export. So is an object store that cannot
+  // be reached (Unavailable, DeadlineExceeded); its other errors (PermissionDenied, a bucket that
+  // does not exist) are returned.
   static Result<std::unique_ptr<Publisher>> Open(const PublishOptions& options);
+  ~Publisher();
   // Publishes `source` as version newest + 1: a full export when there is no view or full_every
   // deltas were published since the last full one, else a delta of the view. The view becomes
   // what was written, read back as a server reads it.
@@ -85,7 +100,19 @@ class Publisher {
 
  private:
   explicit Publisher(PublishOptions options) : options_(std::move(options)) {}
+  // Of an object store: makes the staging directory and fetches the newest version's chain.
+  Status OpenRemote();
+  // Whether the view's version is still published (a server can find the base of a delta of it).
+  Result<bool> ViewListed(const std::vector<std::pair<int64_t, std::string>>& local_versions) const;
+  // Uploads the staged version `version` (manifest.json last) to the object store.
+  Status Upload(int64_t version) const;
+  // Removes staged versions the view does not rest on (all but `full` after a full export).
+  void PruneStaging(int64_t full) const;
+
   PublishOptions options_;
+  std::string remote_;          // the object store prefix; empty: versions_dir is local
+  std::string local_;           // where versions are written: versions_dir, or the staging directory
+  bool owns_staging_ = false;   // a temporary staging directory, removed with the publisher
   std::unique_ptr<Predictor> view_;
   int64_t view_version_ = 0;
   int64_t newest_ = 0;

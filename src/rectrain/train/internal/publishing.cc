@@ -30,7 +30,11 @@ Result<std::unique_ptr<RunPublisher>> RunPublisher::Open(const config::LoadedCon
   p->log_ = std::move(log);
   p->figures_.enabled = true;
   p->figures_.every_s = settings.every_s;
-  const serve::PublishOptions o{.versions_dir = settings.to, .full_every = static_cast<int>(settings.full_every)};
+  // To an object store: versions are staged in the run directory (the newest full export and
+  // the deltas since), so that runs publishing alike never share a staging directory.
+  const serve::PublishOptions o{.versions_dir = settings.to,
+                                .full_every = static_cast<int>(settings.full_every),
+                                .staging_dir = run_dir + "/publish-staging"};
   Result<std::unique_ptr<serve::Publisher>> opened = serve::Publisher::Open(o);
   if (!opened.ok()) return opened.status().WithContext("train.publish.to");
   p->publisher_ = std::move(opened).value();
