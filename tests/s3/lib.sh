@@ -82,3 +82,28 @@ same_model() {
 json() {  # json FILE python-expression-on-j
   /usr/bin/python3 -c "import json,sys; j=json.load(open('$1')); print($2)"
 }
+
+# two_runs: tr.tsv, va.tsv and two small DeepFM runs on them, run1 and run2 (another seed), with
+# m.yaml their config. Needs B (the rectrain binary).
+two_runs() {
+  "$B" data gen --rows 20000 --out tr.tsv --seed 1 >/dev/null 2>&1
+  "$B" data gen --rows 2000 --out va.tsv --seed 2 >/dev/null 2>&1
+  cat > m.yaml <<'CFG'
+threads: 2
+data: {train: tr.tsv, valid: va.tsv, format: criteo, batch_size: 512}
+model: {type: deepfm, embedding_dim: 8, hidden: [32]}
+train: {epochs: 1}
+tracking: {enabled: false}
+CFG
+  "$B" train m.yaml --run-dir run1 --quiet >/dev/null 2>&1 || fail "training run1"
+  "$B" train m.yaml --run-dir run2 --quiet --set seed=7 >/dev/null 2>&1 || fail "training run2"
+}
+
+# post_lua: post.lua, wrk's script POSTing req.json to /v1/predict.
+post_lua() {
+  cat > post.lua <<'LUA'
+wrk.method = "POST"
+wrk.body = io.open("req.json"):read("*a")
+wrk.headers["Content-Type"] = "application/json"
+LUA
+}

@@ -25,17 +25,7 @@ start_s3rver
 start_proxy ""
 use_store "$PROXY_URL"
 
-"$B" data gen --rows 20000 --out tr.tsv --seed 1 >/dev/null 2>&1
-"$B" data gen --rows 2000 --out va.tsv --seed 2 >/dev/null 2>&1
-cat > m.yaml <<'CFG'
-threads: 2
-data: {train: tr.tsv, valid: va.tsv, format: criteo, batch_size: 512}
-model: {type: deepfm, embedding_dim: 8, hidden: [32]}
-train: {epochs: 1}
-tracking: {enabled: false}
-CFG
-"$B" train m.yaml --run-dir run1 --quiet >/dev/null 2>&1 || fail "training run1"
-"$B" train m.yaml --run-dir run2 --quiet --set seed=7 >/dev/null 2>&1 || fail "training run2"
+two_runs
 head -200 va.tsv > head.tsv
 python3 -c '
 import json
@@ -86,11 +76,7 @@ echo "== 2. a server follows the deltas under load; a fresh one fetches the chai
 start_serve s3://data/models "$W/cache" serve.log
 SERVE_PID=$LAST_PID P1=$SERVE_PORT
 wait_version "$P1" 1 serve.log
-cat > post.lua <<'LUA'
-wrk.method = "POST"
-wrk.body = io.open("req.json"):read("*a")
-wrk.headers["Content-Type"] = "application/json"
-LUA
+post_lua
 wrk -t1 -c4 -d60s -s post.lua "http://127.0.0.1:$P1/v1/predict" > wrk.txt &
 WRK=$!
 for run in run2 run1 run2; do

@@ -20,17 +20,7 @@ start_s3rver
 start_proxy ""
 use_store "$PROXY_URL"
 
-"$B" data gen --rows 20000 --out tr.tsv --seed 1 >/dev/null 2>&1
-"$B" data gen --rows 2000 --out va.tsv --seed 2 >/dev/null 2>&1
-cat > m.yaml <<'CFG'
-threads: 2
-data: {train: tr.tsv, valid: va.tsv, format: criteo, batch_size: 512}
-model: {type: deepfm, embedding_dim: 8, hidden: [32]}
-train: {epochs: 1}
-tracking: {enabled: false}
-CFG
-"$B" train m.yaml --run-dir run1 --quiet >/dev/null 2>&1 || fail "training run1"
-"$B" train m.yaml --run-dir run2 --quiet --set seed=7 >/dev/null 2>&1 || fail "training run2"
+two_runs
 
 echo "== 1. export to the bucket"
 "$B" export run1 --out s3://data/models/1 | tee export.log
@@ -65,11 +55,7 @@ python3 -c '
 import json
 lines = [l.rstrip("\n") for l in open("va.tsv")][:4]
 open("req.json", "w").write(json.dumps({"lines": lines}))'
-cat > post.lua <<'LUA'
-wrk.method = "POST"
-wrk.body = io.open("req.json"):read("*a")
-wrk.headers["Content-Type"] = "application/json"
-LUA
+post_lua
 if command -v wrk >/dev/null; then
   wrk -t2 -c8 -d8s -s post.lua "$U/v1/predict" > wrk.txt &
   WRK=$!
