@@ -1,6 +1,8 @@
 #include "rectrain/train/internal/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "rectrain/data/pass_plan.h"
 #include "rectrain/data/transform.h"
@@ -33,20 +35,10 @@ std::vector<T> FileOrder(const std::vector<T>& gathered, const std::vector<int64
 
 Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, double downsampling, bool gauc,
                            EvalMetrics* out) {
-  MetricAccumulator* acc = &acc_;
-  acc->Clear();
   const TaskLayout& tasks = bundle.tasks;
-  const int T = tasks.tasks();
   const int classes = tasks.multi() ? 1 : bundle.model->num_outputs();
-  my_task_probs_.assign(tasks.multi() ? static_cast<size_t>(T) : 0, {});
-  my_task_labels_.assign(tasks.multi() ? static_cast<size_t>(T) : 0, {});
-  // A classifier's sums: rows, correct at 1, correct in the top 5, cross-entropy.
-  double multi[4] = {0, 0, 0, 0};
-  my_probs_.clear();
-  my_labels_.clear();
-  my_groups_.clear();
-  batch_rows_.clear();
-  bool groups = true;
+  Reset(tasks);
+  bool groups = true;  // every batch so far had group keys (GAUC)
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::BatchReader> reader, source_->Open(/*epoch=*/0, /*skip_rows=*/0));
   if (job_.distributed()) reader = data::SliceBatches(std::move(reader), job_.rank(), job_.world());
   LockstepPass pass(std::move(reader), job_);
@@ -58,85 +50,119 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
     batch_rows_.push_back(step->global_rows);
     RECTRAIN_RETURN_IF_ERROR(bundle.store->Lookup(batch, embedding::PullMode::kEval, compute));
     if (batch.size == 0) continue;
-    logits_.resize(static_cast<size_t>(batch.size * classes));
-    probs_.resize(static_cast<size_t>(batch.size * classes));
-    nn::ForwardInput in{.batch_size = batch.size,
-                        .dense = batch.dense,
-                        .tables = bundle.store->pulled(),
-                        .fields = bundle.store->fields(),
-                        .seed = 0};
-    std::span<const float> labels = batch.labels;
-    if (tasks.multi()) {
-      RECTRAIN_RETURN_IF_ERROR(tasks.Split(batch, 0, batch.size, &task_dense_, &task_labels_));
-      in.dense = task_dense_;
-      std::vector<float>& logits = logits_;  // reused across batches, like the single-task path's
-      logits.resize(static_cast<size_t>(batch.size * T));
-      task_probs_.resize(logits.size());
-      RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits, compute));
-      if (downsampling < 1.0) {  // negative downsampling thins the label's negatives: task 0 only
-        for (int64_t r = 0; r < batch.size; ++r) logits[static_cast<size_t>(r * T)] = static_cast<float>(data::CalibrateLogit(logits[static_cast<size_t>(r * T)], downsampling));
-      }
-      nn::MultiTaskSigmoidCrossEntropy(logits, T, task_labels_, tasks.weights, {}, task_probs_, {}, compute);
-      for (int t = 0; t < T; ++t) {
-        for (int64_t r = 0; r < batch.size; ++r) {
-          my_task_probs_[static_cast<size_t>(t)].push_back(task_probs_[static_cast<size_t>(r * T + t)]);
-          my_task_labels_[static_cast<size_t>(t)].push_back(task_labels_[static_cast<size_t>(r * T + t)]);
-        }
-      }
-      // The label's task takes the single-task path below (AUC, GAUC, the oracle's rows).
-      for (int64_t r = 0; r < batch.size; ++r) probs_[static_cast<size_t>(r)] = task_probs_[static_cast<size_t>(r * T)];
-    } else {
-      RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits_, compute));
-    }
+    RECTRAIN_RETURN_IF_ERROR(Forward(bundle, batch, classes, downsampling, compute));
     if (classes > 1) {
-      const double ce = nn::SoftmaxCrossEntropy(logits_, classes, batch.labels, {}, probs_, compute);
-      if (!std::isfinite(ce)) {
-        return InvalidArgumentError("a label of data.valid is not a class of model.num_classes = " +
-                                    std::to_string(classes) + " (labels must be 0 .. " + std::to_string(classes - 1) + ")");
-      }
-      multi[0] += static_cast<double>(batch.size);
-      multi[3] += ce * static_cast<double>(batch.size);
-      for (int64_t r = 0; r < batch.size; ++r) {
-        const float* p = probs_.data() + r * classes;
-        const int y = static_cast<int>(batch.labels[static_cast<size_t>(r)]);
-        int above = 0;  // classes scored above the label's (ties count for the label)
-        for (int k = 0; k < classes; ++k) above += p[k] > p[y] ? 1 : 0;
-        multi[1] += above == 0 ? 1 : 0;
-        multi[2] += above < 5 ? 1 : 0;
-      }
-      continue;
+      RECTRAIN_RETURN_IF_ERROR(ScoreClasses(batch, classes, compute));
+    } else {
+      KeepPredictions(batch, &groups);
     }
-    if (!tasks.multi()) {
-      if (downsampling < 1.0) {
-        for (float& l : logits_) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
-      }
-      nn::SigmoidCrossEntropy(logits_, labels, {}, probs_, compute);
-    }
-    if (!job_.distributed()) {
-      acc->Add(probs_, labels, batch.group_keys);
-      continue;
-    }
-    my_probs_.insert(my_probs_.end(), probs_.begin(), probs_.end());
-    my_labels_.insert(my_labels_.end(), labels.begin(), labels.end());
-    groups &= !batch.group_keys.empty();
-    if (groups) my_groups_.insert(my_groups_.end(), batch.group_keys.begin(), batch.group_keys.end());
   }
-  if (classes > 1) {
-    RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<double>(multi, 4), dist::ReduceOp::kSum));
-    *out = EvalMetrics();
-    out->rows = static_cast<int64_t>(multi[0]);
-    if (multi[0] > 0) {
-      out->accuracy = multi[1] / multi[0];
-      out->top5_accuracy = multi[2] / multi[0];
-      out->logloss = multi[3] / multi[0];
+  if (classes > 1) return ClassifierMetrics(out);
+  if (job_.distributed()) {
+    RECTRAIN_RETURN_IF_ERROR(GatherInFileOrder(groups));
+  }
+  *out = acc_.Compute(compute, gauc);
+  return AddTaskMetrics(tasks, compute, out);
+}
+
+void EvalSplit::Reset(const TaskLayout& tasks) {
+  acc_.Clear();
+  const size_t multi_tasks = tasks.multi() ? static_cast<size_t>(tasks.tasks()) : 0;
+  my_task_probs_.assign(multi_tasks, {});
+  my_task_labels_.assign(multi_tasks, {});
+  std::fill(std::begin(class_sums_), std::end(class_sums_), 0.0);
+  my_probs_.clear();
+  my_labels_.clear();
+  my_groups_.clear();
+  batch_rows_.clear();
+}
+
+Status EvalSplit::Forward(ModelBundle& bundle, const data::Batch& batch, int classes, double downsampling,
+                          const ComputeContext& compute) {
+  const TaskLayout& tasks = bundle.tasks;
+  logits_.resize(static_cast<size_t>(batch.size * classes));
+  probs_.resize(static_cast<size_t>(batch.size * classes));
+  nn::ForwardInput in{.batch_size = batch.size,
+                      .dense = batch.dense,
+                      .tables = bundle.store->pulled(),
+                      .fields = bundle.store->fields(),
+                      .seed = 0};
+  if (!tasks.multi()) {
+    RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits_, compute));
+    if (classes > 1) return OkStatus();  // ScoreClasses takes the softmax
+    if (downsampling < 1.0) {
+      for (float& l : logits_) l = static_cast<float>(data::CalibrateLogit(l, downsampling));
     }
+    nn::SigmoidCrossEntropy(logits_, batch.labels, {}, probs_, compute);
     return OkStatus();
   }
-  if (!job_.distributed()) {
-    *out = acc->Compute(compute, gauc);
-    return AddTaskMetrics(tasks, compute, out);
+  const int T = tasks.tasks();
+  RECTRAIN_RETURN_IF_ERROR(tasks.Split(batch, 0, batch.size, &task_dense_, &task_labels_));
+  in.dense = task_dense_;
+  logits_.resize(static_cast<size_t>(batch.size * T));
+  task_probs_.resize(logits_.size());
+  RECTRAIN_RETURN_IF_ERROR(bundle.model->Forward(in, /*training=*/false, logits_, compute));
+  if (downsampling < 1.0) {  // negative downsampling thins the label's negatives: task 0 only
+    for (int64_t r = 0; r < batch.size; ++r) {
+      float& l = logits_[static_cast<size_t>(r * T)];
+      l = static_cast<float>(data::CalibrateLogit(l, downsampling));
+    }
   }
-  // Every rank's predictions, in file order, on every rank.
+  nn::MultiTaskSigmoidCrossEntropy(logits_, T, task_labels_, tasks.weights, {}, task_probs_, {}, compute);
+  for (int t = 0; t < T; ++t) {
+    for (int64_t r = 0; r < batch.size; ++r) {
+      my_task_probs_[static_cast<size_t>(t)].push_back(task_probs_[static_cast<size_t>(r * T + t)]);
+      my_task_labels_[static_cast<size_t>(t)].push_back(task_labels_[static_cast<size_t>(r * T + t)]);
+    }
+  }
+  // The label's task is scored as a single-task model's (AUC, GAUC, the oracle's rows).
+  for (int64_t r = 0; r < batch.size; ++r) probs_[static_cast<size_t>(r)] = task_probs_[static_cast<size_t>(r * T)];
+  return OkStatus();
+}
+
+Status EvalSplit::ScoreClasses(const data::Batch& batch, int classes, const ComputeContext& compute) {
+  const double ce = nn::SoftmaxCrossEntropy(logits_, classes, batch.labels, {}, probs_, compute);
+  if (!std::isfinite(ce)) {
+    return InvalidArgumentError("a label of data.valid is not a class of model.num_classes = " +
+                                std::to_string(classes) + " (labels must be 0 .. " + std::to_string(classes - 1) + ")");
+  }
+  class_sums_[0] += static_cast<double>(batch.size);
+  class_sums_[3] += ce * static_cast<double>(batch.size);
+  for (int64_t r = 0; r < batch.size; ++r) {
+    const float* p = probs_.data() + r * classes;
+    const int y = static_cast<int>(batch.labels[static_cast<size_t>(r)]);
+    int above = 0;  // classes scored above the label's (ties count for the label)
+    for (int k = 0; k < classes; ++k) above += p[k] > p[y] ? 1 : 0;
+    class_sums_[1] += above == 0 ? 1 : 0;
+    class_sums_[2] += above < 5 ? 1 : 0;
+  }
+  return OkStatus();
+}
+
+void EvalSplit::KeepPredictions(const data::Batch& batch, bool* groups) {
+  if (!job_.distributed()) {
+    acc_.Add(probs_, batch.labels, batch.group_keys);
+    return;
+  }
+  my_probs_.insert(my_probs_.end(), probs_.begin(), probs_.end());
+  my_labels_.insert(my_labels_.end(), batch.labels.begin(), batch.labels.end());
+  *groups &= !batch.group_keys.empty();
+  if (*groups) my_groups_.insert(my_groups_.end(), batch.group_keys.begin(), batch.group_keys.end());
+}
+
+Status EvalSplit::ClassifierMetrics(EvalMetrics* out) {
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<double>(class_sums_, 4), dist::ReduceOp::kSum));
+  *out = EvalMetrics();
+  out->rows = static_cast<int64_t>(class_sums_[0]);
+  if (class_sums_[0] > 0) {
+    out->accuracy = class_sums_[1] / class_sums_[0];
+    out->top5_accuracy = class_sums_[2] / class_sums_[0];
+    out->logloss = class_sums_[3] / class_sums_[0];
+  }
+  return OkStatus();
+}
+
+Status EvalSplit::GatherInFileOrder(bool groups) {
   std::vector<float> probs, labels;
   std::vector<uint64_t> group_keys;
   std::vector<int64_t> per_rank;
@@ -152,8 +178,7 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
   }
   const std::vector<float> p = FileOrder(probs, per_rank, batch_rows_, job_.world());
   const std::vector<float> l = FileOrder(labels, per_rank, batch_rows_, job_.world());
-  acc->Add(p, l, group_keys);
-  *out = acc->Compute(compute, gauc);
+  acc_.Add(p, l, group_keys);
   for (size_t t = 0; t < my_task_probs_.size(); ++t) {  // every task's rows, in file order
     std::vector<float> tp, tl;
     std::vector<int64_t> tr;
@@ -162,7 +187,7 @@ Status EvalSplit::Evaluate(ModelBundle& bundle, const ComputeContext& compute, d
     my_task_probs_[t] = FileOrder(tp, tr, batch_rows_, job_.world());
     my_task_labels_[t] = FileOrder(tl, tr, batch_rows_, job_.world());
   }
-  return AddTaskMetrics(tasks, compute, out);
+  return OkStatus();
 }
 
 Status EvalSplit::AddTaskMetrics(const TaskLayout& tasks, const ComputeContext& compute, EvalMetrics* out) {

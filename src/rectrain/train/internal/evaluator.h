@@ -38,6 +38,21 @@ class EvalSplit {
   const MetricAccumulator& accumulator() const { return acc_; }
 
  private:
+  // The phases of Evaluate: clears what a pass accumulates; the forward of one batch into
+  // logits_ (a classifier), or probs_ (the label's probabilities, calibrated) and, for a
+  // multi-task model, each task's rows into my_task_*; a classifier's batch into class_sums_;
+  // a CTR batch's predictions into the accumulator, or kept for the gather in a job (*groups
+  // drops to false at the first batch without group keys).
+  void Reset(const TaskLayout& tasks);
+  Status Forward(ModelBundle& bundle, const data::Batch& batch, int classes, double downsampling,
+                 const ComputeContext& compute);
+  Status ScoreClasses(const data::Batch& batch, int classes, const ComputeContext& compute);
+  void KeepPredictions(const data::Batch& batch, bool* groups);
+  // A classifier's metrics from class_sums_ summed over the ranks.
+  Status ClassifierMetrics(EvalMetrics* out);
+  // Every rank's kept predictions (and each task's), in file order, into the accumulator (and
+  // my_task_*) of every rank; group keys only when every rank's every batch had them.
+  Status GatherInFileOrder(bool groups);
   // out->tasks from the gathered per-task predictions (a no-op for a single-task model).
   Status AddTaskMetrics(const TaskLayout& tasks, const ComputeContext& compute, EvalMetrics* out);
 
@@ -51,6 +66,7 @@ class EvalSplit {
   std::vector<std::vector<float>> my_task_probs_, my_task_labels_;
   std::vector<uint64_t> my_groups_;
   std::vector<int64_t> batch_rows_;  // global rows of every batch of the pass
+  double class_sums_[4] = {0, 0, 0, 0};  // a classifier's rows, correct at 1, in the top 5, cross-entropy
   MetricAccumulator acc_;
 };
 

@@ -88,7 +88,6 @@ Status StepRunner::RunSlice(const LockstepPass::Step& step, int64_t r0, int64_t 
 Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_step, const Rates& rates,
                                const ComputeContext& compute, PhaseSeconds* t) {
   const data::Batch& batch = *step.batch;
-  const size_t n = static_cast<size_t>(batch.size);
   // Named as train.log counts steps: this is step `number` once it completes.
   const int64_t number = global_step + 1;
   if (job_.distributed()) job_.comm->set_context("step " + std::to_string(number));
@@ -98,77 +97,12 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
   const double exchange1 = b_->store->stats().exchange_seconds;
   t->lookup += sw.Seconds() - (exchange1 - exchange0);
 
-  // Forward and backward, in `slices` parts when accumulating (each part's gradients summed).
   double loss_sum = 0;
-  const int64_t slices = std::min<int64_t>(accumulate_steps_, std::max<int64_t>(1, static_cast<int64_t>(n)));
-  const int k = b_->model->num_outputs();
-  logits_.resize(n * static_cast<size_t>(k));
-  dlogits_.resize(n * static_cast<size_t>(k));
-  probs_.resize(n * static_cast<size_t>(k));
-  if (n == 0) {
-    for (const auto& p : b_->params) std::fill(p.grad.begin(), p.grad.end(), 0.0f);
-  } else if (slices == 1) {
-    RECTRAIN_RETURN_IF_ERROR(RunSlice(step, 0, static_cast<int64_t>(n), rates.seed, compute, b_->store->grads(), &loss_sum, t))
-        << "at step " << number;
-  } else {
-    // Slice 0 writes the store's gradient buffers and the dense sums; later slices add to them.
-    std::span<const std::span<float>> grads = b_->store->grads();
-    table_scratch_.resize(grads.size());
-    table_scratch_spans_.resize(grads.size());
-    for (size_t tb = 0; tb < grads.size(); ++tb) {
-      table_scratch_[tb].resize(grads[tb].size());
-      table_scratch_spans_[tb] = std::span<float>(table_scratch_[tb]);
-    }
-    size_t dense_size = 0;
-    for (const auto& p : b_->params) dense_size += p.grad.size();
-    dense_sum_.assign(dense_size, 0.0f);
-    for (int64_t sl = 0; sl < slices; ++sl) {
-      const int64_t r0 = static_cast<int64_t>(n) * sl / slices, r1 = static_cast<int64_t>(n) * (sl + 1) / slices;
-      std::span<const std::span<float>> into = sl == 0 ? grads : std::span<const std::span<float>>(table_scratch_spans_);
-      RECTRAIN_RETURN_IF_ERROR(RunSlice(step, r0, r1, rates.seed, compute, into, &loss_sum, t))
-          << "at step " << number << " (slice " << sl << " of train.accumulate_steps " << slices << ")";
-      Stopwatch add;
-      if (sl > 0) {
-        for (size_t tb = 0; tb < grads.size(); ++tb) {
-          float* dst = grads[tb].data();
-          const float* src = table_scratch_[tb].data();
-          for (size_t i = 0; i < grads[tb].size(); ++i) dst[i] += src[i];
-        }
-      }
-      size_t off = 0;
-      for (const auto& p : b_->params) {
-        for (size_t i = 0; i < p.grad.size(); ++i) dense_sum_[off + i] += p.grad[i];
-        off += p.grad.size();
-      }
-      t->backward += add.Seconds();
-    }
-    size_t off = 0;
-    for (const auto& p : b_->params) {
-      std::copy_n(dense_sum_.data() + off, p.grad.size(), p.grad.data());
-      off += p.grad.size();
-    }
-  }
-
-  if (b_->tasks.multi()) {  // probs(): the label's task, one per row
-    main_probs_.resize(n);
-    for (size_t i = 0; i < n; ++i) main_probs_[i] = probs_[i * static_cast<size_t>(k)];
-  }
-  double loss = n > 0 ? loss_sum / static_cast<double>(n) : 0;
+  RECTRAIN_RETURN_IF_ERROR(ForwardBackward(step, number, rates.seed, compute, &loss_sum, t));
+  double loss = batch.size > 0 ? loss_sum / static_cast<double>(batch.size) : 0;
   if (job_.lockstep()) {
-    // The dense gradients of every rank and the loss, summed in one AllReduce.
     sw.Reset();
-    reduce_.clear();
-    for (const auto& p : b_->params) reduce_.insert(reduce_.end(), p.grad.begin(), p.grad.end());
-    reduce_.push_back(static_cast<float>(loss_sum));
-    RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<float>(reduce_), dist::ReduceOp::kSum));
-    const int64_t w = job_.world();
-    allreduce_min_bytes_ += 2 * (w - 1) * static_cast<int64_t>(reduce_.size() * sizeof(float)) / w;
-    size_t off = 0;
-    for (const auto& p : b_->params) {
-      std::copy_n(reduce_.data() + off, p.grad.size(), p.grad.data());
-      off += p.grad.size();
-    }
-    loss = static_cast<double>(reduce_.back()) / static_cast<double>(step.global_rows);
+    RECTRAIN_ASSIGN_OR_RETURN(loss, AllReduceDense(step, loss_sum));
     t->allreduce += sw.Seconds();
   }
 
@@ -188,6 +122,87 @@ Result<double> StepRunner::Run(const LockstepPass::Step& step, int64_t global_st
     t->dense_update += sw.Seconds();
   }
   return loss;
+}
+
+Status StepRunner::ForwardBackward(const LockstepPass::Step& step, int64_t number, uint64_t seed,
+                                   const ComputeContext& compute, double* loss_sum, PhaseSeconds* t) {
+  const size_t n = static_cast<size_t>(step.batch->size);
+  const int64_t slices = std::min<int64_t>(accumulate_steps_, std::max<int64_t>(1, static_cast<int64_t>(n)));
+  const int k = b_->model->num_outputs();
+  logits_.resize(n * static_cast<size_t>(k));
+  dlogits_.resize(n * static_cast<size_t>(k));
+  probs_.resize(n * static_cast<size_t>(k));
+  if (n == 0) {
+    for (const auto& p : b_->params) std::fill(p.grad.begin(), p.grad.end(), 0.0f);
+  } else if (slices == 1) {
+    RECTRAIN_RETURN_IF_ERROR(RunSlice(step, 0, static_cast<int64_t>(n), seed, compute, b_->store->grads(), loss_sum, t))
+        << "at step " << number;
+  } else {
+    RECTRAIN_RETURN_IF_ERROR(RunSlices(step, number, slices, seed, compute, loss_sum, t));
+  }
+  if (b_->tasks.multi()) {  // probs(): the label's task, one per row
+    main_probs_.resize(n);
+    for (size_t i = 0; i < n; ++i) main_probs_[i] = probs_[i * static_cast<size_t>(k)];
+  }
+  return OkStatus();
+}
+
+Status StepRunner::RunSlices(const LockstepPass::Step& step, int64_t number, int64_t slices, uint64_t seed,
+                             const ComputeContext& compute, double* loss_sum, PhaseSeconds* t) {
+  const int64_t n = step.batch->size;
+  // Slice 0 writes the store's gradient buffers and the dense sums; later slices add to them.
+  std::span<const std::span<float>> grads = b_->store->grads();
+  table_scratch_.resize(grads.size());
+  table_scratch_spans_.resize(grads.size());
+  for (size_t tb = 0; tb < grads.size(); ++tb) {
+    table_scratch_[tb].resize(grads[tb].size());
+    table_scratch_spans_[tb] = std::span<float>(table_scratch_[tb]);
+  }
+  size_t dense_size = 0;
+  for (const auto& p : b_->params) dense_size += p.grad.size();
+  dense_sum_.assign(dense_size, 0.0f);
+  for (int64_t sl = 0; sl < slices; ++sl) {
+    const int64_t r0 = n * sl / slices, r1 = n * (sl + 1) / slices;
+    std::span<const std::span<float>> into = sl == 0 ? grads : std::span<const std::span<float>>(table_scratch_spans_);
+    RECTRAIN_RETURN_IF_ERROR(RunSlice(step, r0, r1, seed, compute, into, loss_sum, t))
+        << "at step " << number << " (slice " << sl << " of train.accumulate_steps " << slices << ")";
+    Stopwatch add;
+    if (sl > 0) {
+      for (size_t tb = 0; tb < grads.size(); ++tb) {
+        float* dst = grads[tb].data();
+        const float* src = table_scratch_[tb].data();
+        for (size_t i = 0; i < grads[tb].size(); ++i) dst[i] += src[i];
+      }
+    }
+    size_t off = 0;
+    for (const auto& p : b_->params) {
+      for (size_t i = 0; i < p.grad.size(); ++i) dense_sum_[off + i] += p.grad[i];
+      off += p.grad.size();
+    }
+    t->backward += add.Seconds();
+  }
+  size_t off = 0;
+  for (const auto& p : b_->params) {
+    std::copy_n(dense_sum_.data() + off, p.grad.size(), p.grad.data());
+    off += p.grad.size();
+  }
+  return OkStatus();
+}
+
+Result<double> StepRunner::AllReduceDense(const LockstepPass::Step& step, double loss_sum) {
+  // The dense gradients of every rank and the loss, summed in one AllReduce.
+  reduce_.clear();
+  for (const auto& p : b_->params) reduce_.insert(reduce_.end(), p.grad.begin(), p.grad.end());
+  reduce_.push_back(static_cast<float>(loss_sum));
+  RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<float>(reduce_), dist::ReduceOp::kSum));
+  const int64_t w = job_.world();
+  allreduce_min_bytes_ += 2 * (w - 1) * static_cast<int64_t>(reduce_.size() * sizeof(float)) / w;
+  size_t off = 0;
+  for (const auto& p : b_->params) {
+    std::copy_n(reduce_.data() + off, p.grad.size(), p.grad.data());
+    off += p.grad.size();
+  }
+  return static_cast<double>(reduce_.back()) / static_cast<double>(step.global_rows);
 }
 
 }  // namespace rectrain::train::internal

@@ -60,6 +60,15 @@ class StepRunner {
   // Forward, loss and backward over rows [r0, r1) of the batch; adds the slice's loss sum.
   Status RunSlice(const LockstepPass::Step& step, int64_t r0, int64_t r1, uint64_t seed, const ComputeContext& compute,
                   std::span<const std::span<float>> table_grads, double* loss_sum, PhaseSeconds* t);
+  // The step's forward and backward (over `slices` slices under train.accumulate_steps; zero
+  // dense gradients for a rank without rows); adds the rows' loss sum. Errors name step `number`.
+  Status ForwardBackward(const LockstepPass::Step& step, int64_t number, uint64_t seed, const ComputeContext& compute,
+                         double* loss_sum, PhaseSeconds* t);
+  Status RunSlices(const LockstepPass::Step& step, int64_t number, int64_t slices, uint64_t seed,
+                   const ComputeContext& compute, double* loss_sum, PhaseSeconds* t);
+  // Sums the dense gradients and `loss_sum` over the ranks (the gradients in place); returns the
+  // mean loss over the global batch.
+  Result<double> AllReduceDense(const LockstepPass::Step& step, double loss_sum);
 
   ModelBundle* b_;
   optim::Optimizer* opt_;
