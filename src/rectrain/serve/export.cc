@@ -113,9 +113,94 @@ Status CheckExportOptions(const ExportOptions& o) {
   return OkStatus();
 }
 
+namespace {
+
+// The directory the package is written in before it is committed: beside `out` (a stale one of
+// an interrupted export is removed), or for an object store in the local temporary directory
+// (no stale scan there: other programs' files live in it).
+Result<std::string> StageExportDir(const fs::path& out, bool remote, ExportReport* report) {
+  if (!remote) return BeginExportDir(out, &report->removed_stale);
+  std::error_code ec;
+  std::string tmp = ExportTempDir((fs::temp_directory_path(ec) / "rectrain-export").string());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp + "/tables", ec)) return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");
+  return tmp;
+}
+
+// Writes the rows of `table` updated at least o.min_count times (and its OOV row) to
+// dir/tables/NAME.rows, in id order so the file is the same whatever the table's shard layout
+// was; its entry (without size and checksum) goes to report->manifest.
+Status WriteExportTable(const embedding::EmbeddingTable& table, const ExportOptions& o, const std::string& dir,
+                        ExportReport* report) {
+  const int dim = table.dim();
+  std::vector<uint64_t> ids;
+  std::vector<float> weights;
+  int64_t dropped = 0;
+  RECTRAIN_RETURN_IF_ERROR(table.ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
+    if (static_cast<int64_t>(updates) < o.min_count) {
+      ++dropped;
+      return;
+    }
+    ids.push_back(id);
+    weights.insert(weights.end(), w.begin(), w.end());
+  }));
+  std::vector<size_t> order(ids.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  std::vector<uint64_t> sorted_ids(ids.size());
+  std::vector<float> sorted_w(weights.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    sorted_ids[i] = ids[order[i]];
+    std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(order[i] * dim), dim, sorted_w.begin() + static_cast<std::ptrdiff_t>(i * dim));
+  }
+  PackageTable pt;
+  pt.name = table.config().name;
+  pt.dim = dim;
+  pt.type = o.row_type;
+  pt.rows = static_cast<int64_t>(sorted_ids.size()) + 1;
+  pt.dropped = dropped;
+  pt.file.path = "tables/" + pt.name + ".rows";
+  RECTRAIN_RETURN_IF_ERROR(WriteTableFile(dir + "/" + pt.file.path, dim, o.row_type, sorted_ids, sorted_w, table.OovWeights()));
+  report->manifest.tables.push_back(std::move(pt));
+  report->rows_kept += static_cast<int64_t>(sorted_ids.size());
+  report->rows_dropped += dropped;
+  return OkStatus();
+}
+
+// The files' sizes and checksums, from the files as written, then manifest.json.
+Status WriteExportManifest(const std::string& dir, ExportReport* report) {
+  Manifest& m = report->manifest;
+  auto describe = [&](PackageFile* f, const std::string& rel) -> Status {
+    RECTRAIN_ASSIGN_OR_RETURN(*f, DescribeFile(dir, rel));
+    report->bytes += f->bytes;
+    return OkStatus();
+  };
+  RECTRAIN_RETURN_IF_ERROR(describe(&m.config, "config.yaml"));
+  RECTRAIN_RETURN_IF_ERROR(describe(&m.dense, "dense.bin"));
+  for (auto& pt : m.tables) RECTRAIN_RETURN_IF_ERROR(describe(&pt.file, pt.file.path));
+  return io::WriteFileAtomically(dir + "/manifest.json", ManifestToJson(m));
+}
+
+// Moves the staged package to o.out_dir: renamed into place, or uploaded to an object store with
+// manifest.json last (a watcher of the prefix never sees half a model).
+Status CommitStagedExport(const std::string& tmp, const fs::path& out, const ExportOptions& o, bool remote) {
+  if (!remote) {
+    std::error_code ec;
+    if (o.overwrite) fs::remove_all(out, ec);
+    return CommitExportDir(tmp, out);
+  }
+  Status st = o.overwrite ? io::FileSystemFor(o.out_dir).RemoveAll(o.out_dir) : OkStatus();
+  if (st.ok()) st = io::CopyTree(tmp, o.out_dir, "manifest.json");
+  if (!st.ok()) return st.WithContext("while uploading the model to " + o.out_dir);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // the local staging copy
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions& o) {
   Stopwatch sw;
-  std::error_code ec;
   RECTRAIN_RETURN_IF_ERROR(CheckExportOptions(o));
   const bool remote = io::IsRemotePath(o.out_dir);  // staged locally, then uploaded
   ExportReport report;
@@ -128,87 +213,19 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   m.tables.clear();
 
   const fs::path out = fs::path(o.out_dir).lexically_normal();
-  std::string tmp;
-  if (remote) {
-    // An object store: staged in the local temporary directory (no stale scan there: other
-    // programs' files live in it).
-    tmp = ExportTempDir((fs::temp_directory_path(ec) / "rectrain-export").string());
-    fs::remove_all(tmp, ec);
-    if (!fs::create_directories(tmp + "/tables", ec)) {
-      return ErrnoToStatus(ec.value(), "cannot create " + tmp + "/tables");
-    }
-  } else {
-    RECTRAIN_ASSIGN_OR_RETURN(tmp, BeginExportDir(out, &report.removed_stale));
-  }
-  auto cleanup = [&](Status s) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
-    return s;
-  };
+  RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, StageExportDir(out, remote, &report));
   Status st = io::WriteFileAtomically(tmp + "/config.yaml", source.config_yaml);
   if (st.ok()) st = checkpoint::WriteDenseFile(tmp + "/dense.bin", source.params, {});
-  if (!st.ok()) return cleanup(st);
   for (const embedding::EmbeddingTable* table : source.tables) {
-    const int dim = table->dim();
-    std::vector<uint64_t> ids;
-    std::vector<float> weights;
-    int64_t dropped = 0;
-    st = table->ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
-      if (static_cast<int64_t>(updates) < o.min_count) {
-        ++dropped;
-        return;
-      }
-      ids.push_back(id);
-      weights.insert(weights.end(), w.begin(), w.end());
-    });
-    if (!st.ok()) return cleanup(st);
-    // Rows in id order: the file is the same whatever the table's shard layout was.
-    std::vector<size_t> order(ids.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
-    std::vector<uint64_t> sorted_ids(ids.size());
-    std::vector<float> sorted_w(weights.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      sorted_ids[i] = ids[order[i]];
-      std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(order[i] * dim), dim, sorted_w.begin() + static_cast<std::ptrdiff_t>(i * dim));
-    }
-    PackageTable pt;
-    pt.name = table->config().name;
-    pt.dim = dim;
-    pt.type = o.row_type;
-    pt.rows = static_cast<int64_t>(sorted_ids.size()) + 1;
-    pt.dropped = dropped;
-    const std::string rel = "tables/" + pt.name + ".rows";
-    st = WriteTableFile(tmp + "/" + rel, dim, o.row_type, sorted_ids, sorted_w, table->OovWeights());
-    if (!st.ok()) return cleanup(st);
-    pt.file.path = rel;
-    m.tables.push_back(std::move(pt));
-    report.rows_kept += static_cast<int64_t>(sorted_ids.size());
-    report.rows_dropped += dropped;
+    if (st.ok()) st = WriteExportTable(*table, o, tmp, &report);
   }
-  // Sizes and checksums last, from the files as written.
-  auto describe = [&](PackageFile* f, const std::string& rel) -> Status {
-    RECTRAIN_ASSIGN_OR_RETURN(*f, DescribeFile(tmp, rel));
-    report.bytes += f->bytes;
-    return OkStatus();
-  };
-  st = describe(&m.config, "config.yaml");
-  if (st.ok()) st = describe(&m.dense, "dense.bin");
-  for (auto& pt : m.tables) {
-    if (st.ok()) st = describe(&pt.file, pt.file.path);
+  if (st.ok()) st = WriteExportManifest(tmp, &report);
+  if (st.ok()) st = CommitStagedExport(tmp, out, o, remote);
+  if (!st.ok()) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    return st;
   }
-  if (st.ok()) st = io::WriteFileAtomically(tmp + "/manifest.json", ManifestToJson(m));
-  if (!st.ok()) return cleanup(st);
-  if (remote) {
-    if (o.overwrite) st = io::FileSystemFor(o.out_dir).RemoveAll(o.out_dir);
-    if (st.ok()) st = io::CopyTree(tmp, o.out_dir, "manifest.json");
-    if (!st.ok()) return cleanup(st.WithContext("while uploading the model to " + o.out_dir));
-    cleanup(OkStatus()).IgnoreError();  // the local staging copy
-    report.seconds = sw.Seconds();
-    return report;
-  }
-  if (o.overwrite) fs::remove_all(out, ec);
-  if (st = CommitExportDir(tmp, out); !st.ok()) return cleanup(st);
   report.seconds = sw.Seconds();
   return report;
 }

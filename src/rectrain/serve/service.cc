@@ -141,13 +141,8 @@ bool FastLines(std::string_view b, int64_t max_rows, std::vector<std::string>* o
   return i == b.size();
 }
 
-}  // namespace
-
-Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, const data::RowParser& parser,
-                                                     int64_t max_rows, bool general) {
-  std::vector<std::string> fast;
-  if (!general && FastLines(body, max_rows, &fast)) return fast;
-  // A valid request nests 3 deep; refuse deep nesting before the parser builds it.
+// Refuses nesting deeper than 16 before the JSON parser builds it (a valid request nests 3 deep).
+Status CheckNesting(std::string_view body) {
   int depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < body.size(); ++i) {
@@ -163,38 +158,23 @@ Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, cons
       --depth;
     }
   }
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("the body is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) return InvalidArgumentError("the body must be a JSON object with \"rows\" or \"lines\"");
-  const bool has_rows = j.contains("rows"), has_lines = j.contains("lines");
-  if (has_rows == has_lines) {
-    return InvalidArgumentError("give exactly one of \"rows\" (objects by column name) or \"lines\" (rows in the training layout)");
-  }
-  for (const auto& [key, value] : j.items()) {
-    if (key != "rows" && key != "lines") return InvalidArgumentError("unknown key \"" + key + "\" (expected \"rows\" or \"lines\")");
-  }
-  const json& list = has_rows ? j["rows"] : j["lines"];
-  const char* what = has_rows ? "rows" : "lines";
-  if (!list.is_array()) return InvalidArgumentError(std::string("\"") + what + "\" must be an array");
-  if (static_cast<int64_t>(list.size()) > max_rows) {
-    return ResourceExhaustedError("the request has " + std::to_string(list.size()) + " rows; at most " +
-                                  std::to_string(max_rows) + " per request (--max-request-rows)");
-  }
+  return OkStatus();
+}
+
+Result<std::vector<std::string>> LinesOf(const json& list) {
   std::vector<std::string> lines;
   lines.reserve(list.size());
-  if (has_lines) {
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (!list[i].is_string()) {
-        return InvalidArgumentError("lines[" + std::to_string(i) + "]: expected a string, got " + std::string(TypeName(list[i])));
-      }
-      lines.push_back(list[i].get<std::string>());
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string()) {
+      return InvalidArgumentError("lines[" + std::to_string(i) + "]: expected a string, got " + std::string(TypeName(list[i])));
     }
-    return lines;
+    lines.push_back(list[i].get<std::string>());
   }
+  return lines;
+}
+
+// Each object of `list` (values by column name) as a line in the model's training layout.
+Result<std::vector<std::string>> LinesOfRows(const json& list, const data::RowParser& parser) {
   if (!parser.has_named_columns()) {
     return InvalidArgumentError("this model's data format has no named columns: send \"lines\"");
   }
@@ -203,6 +183,8 @@ Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, cons
   for (size_t c = 0; c < cols.size(); ++c) index.emplace(cols[c], c);
   std::vector<std::string> values(cols.size());
   std::vector<std::optional<std::string_view>> fields(cols.size());
+  std::vector<std::string> lines;
+  lines.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string where = "rows[" + std::to_string(i) + "]";
     if (!list[i].is_object()) {
@@ -227,6 +209,37 @@ Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, cons
     lines.push_back(std::move(line).value());
   }
   return lines;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParsePredictRequest(std::string_view body, const data::RowParser& parser,
+                                                     int64_t max_rows, bool general) {
+  std::vector<std::string> fast;
+  if (!general && FastLines(body, max_rows, &fast)) return fast;
+  RECTRAIN_RETURN_IF_ERROR(CheckNesting(body));
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return InvalidArgumentError("the body must be a JSON object with \"rows\" or \"lines\"");
+  const bool has_rows = j.contains("rows"), has_lines = j.contains("lines");
+  if (has_rows == has_lines) {
+    return InvalidArgumentError("give exactly one of \"rows\" (objects by column name) or \"lines\" (rows in the training layout)");
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key != "rows" && key != "lines") return InvalidArgumentError("unknown key \"" + key + "\" (expected \"rows\" or \"lines\")");
+  }
+  const json& list = has_rows ? j["rows"] : j["lines"];
+  const char* what = has_rows ? "rows" : "lines";
+  if (!list.is_array()) return InvalidArgumentError(std::string("\"") + what + "\" must be an array");
+  if (static_cast<int64_t>(list.size()) > max_rows) {
+    return ResourceExhaustedError("the request has " + std::to_string(list.size()) + " rows; at most " +
+                                  std::to_string(max_rows) + " per request (--max-request-rows)");
+  }
+  return has_lines ? LinesOf(list) : LinesOfRows(list, parser);
 }
 
 // A loaded version with the row parsers of its layout (one per handler thread in use).
