@@ -308,50 +308,11 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
     s.rows_rejected->SetTotal(static_cast<double>(p.rows_rejected));
     s.data_wait->SetTotal(p.data_wait_seconds);
     s.queue_depth->Set(static_cast<double>(p.queue_depth));
-    for (const TableSummary& t : p.tables) {
-      auto it = tables_.find(t.name);
-      if (it == tables_.end()) {
-        const prometheus::Labels l{{"run", run_label_}, {"table", t.name}};
-        TableSeries ts;
-        auto g = [&](const char* name, const char* help) { return GaugeOrNull(name, help, l); };
-        auto c = [&](const char* name, const char* help) { return CounterOrNull(name, help, l); };
-        ts.rows = g("rectrain_embedding_rows", "Rows resident in the embedding table.");
-        ts.bytes = g("rectrain_embedding_bytes", "Memory accounted to the embedding table.");
-        ts.admissions = c("rectrain_embedding_admissions_total", "Ids that got their own row.");
-        ts.evictions = c("rectrain_embedding_evictions_total", "Rows evicted for the memory budget.");
-        ts.expirations = c("rectrain_embedding_expirations_total",
-                           "Rows removed because they were not pulled for embedding.ttl_steps steps.");
-        ts.lookups = c("rectrain_embedding_lookups_total", "Ids looked up (training and evaluation).");
-        ts.oov_lookups = c("rectrain_embedding_oov_lookups_total", "Lookups that read the OOV row.");
-        ts.oov_ratio = g("rectrain_embedding_oov_ratio", "oov_lookups / lookups since the start.");
-        // The budget the table's bytes count against (0 = unlimited), labelled with what happens
-        // there (deploy/prometheus/alerts.yml: RectrainEmbeddingMemoryNearBudget).
-        prometheus::Labels bl = l;
-        bl.emplace_back("on_budget", t.on_budget);
-        ts.budget = GaugeOrNull("rectrain_embedding_budget_bytes",
-                                "Memory budget of the embedding table (embedding.memory_budget over the ranks "
-                                "holding it; 0 = unlimited).",
-                                bl);
-        it = tables_.emplace(t.name, ts).first;
-      }
-      TableSeries& ts = it->second;
-      if (ts.rows) ts.rows->Set(static_cast<double>(t.rows));
-      if (ts.bytes) ts.bytes->Set(static_cast<double>(t.bytes));
-      if (ts.budget) ts.budget->Set(static_cast<double>(t.budget_bytes));
-      if (ts.admissions) ts.admissions->SetTotal(static_cast<double>(t.admissions));
-      if (ts.evictions) ts.evictions->SetTotal(static_cast<double>(t.evictions));
-      if (ts.expirations) ts.expirations->SetTotal(static_cast<double>(t.expirations));
-      if (ts.lookups) ts.lookups->SetTotal(static_cast<double>(t.lookups));
-      if (ts.oov_lookups) ts.oov_lookups->SetTotal(static_cast<double>(t.oov_lookups));
-      if (ts.oov_ratio) {
-        ts.oov_ratio->Set(t.lookups > 0 ? static_cast<double>(t.oov_lookups) / static_cast<double>(t.lookups)
-                                        : 0.0);
-      }
-    }
+    ExportTables(p.tables);
+    ExportRanks(p.ranks);
+    if (p.online.enabled) ExportOnline(p.online);
+    if (p.publish.enabled) ExportPublish(p.publish);
   }
-  if (options_.registry != nullptr) ExportRanks(p.ranks);
-  if (options_.registry != nullptr && p.online.enabled) ExportOnline(p.online);
-  if (options_.registry != nullptr && p.publish.enabled) ExportPublish(p.publish);
   if (options_.store == nullptr || !p.log_line) return;
   if (p.online.enabled) {
     const OnlineFigures& f = p.online;
@@ -362,23 +323,7 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
     if (f.lag_messages >= 0) online.push_back({"stream/lag_messages", static_cast<double>(f.lag_messages)});
     Write(options_.store->LogMetrics(*run_, p.step, online), "online metrics");
   }
-  // A job: every rank's figures, as rank<r>/... metrics of the run.
-  std::vector<track::MetricValue> per_rank;
-  std::vector<std::string> names;
-  names.reserve(p.ranks.size() * 6);
-  for (const RankFigures& f : p.ranks) {
-    const std::string prefix = "rank" + std::to_string(f.rank) + "/";
-    const std::pair<const char*, double> values[] = {
-        {"rows", static_cast<double>(f.rows)},
-        {"ids_owned", static_cast<double>(f.ids_owned)},
-        {"bytes_sent", static_cast<double>(f.bytes_sent)},
-        {"exchange_s", f.breakdown.exchange},
-        {"allreduce_s", f.breakdown.allreduce},
-        {"compute_s", f.breakdown.forward + f.breakdown.backward}};
-    for (const auto& [name, v] : values) names.push_back(prefix + name);
-    for (size_t i = 0; i < std::size(values); ++i) per_rank.push_back({names[names.size() - std::size(values) + i], values[i].second});
-  }
-  if (!per_rank.empty()) Write(options_.store->LogMetrics(*run_, p.step, per_rank), "per-rank metrics");
+  LogRankMetrics(p);
   const double cpu = CpuSeconds(), wall = WallSeconds();
   const double cpu_percent =
       wall > last_cpu_wall_ ? 100.0 * (cpu - last_cpu_seconds_) / (wall - last_cpu_wall_) : 0.0;
@@ -397,6 +342,69 @@ void RunRecorder::OnProgress(const ProgressInfo& p) {
       {"system/cpu_percent", cpu_percent},
   };
   Write(options_.store->LogMetrics(*run_, p.step, m), "metrics");
+}
+
+void RunRecorder::ExportTables(const std::vector<TableSummary>& tables) {
+  for (const TableSummary& t : tables) {
+    auto it = tables_.find(t.name);
+    if (it == tables_.end()) {
+      const prometheus::Labels l{{"run", run_label_}, {"table", t.name}};
+      TableSeries ts;
+      auto g = [&](const char* name, const char* help) { return GaugeOrNull(name, help, l); };
+      auto c = [&](const char* name, const char* help) { return CounterOrNull(name, help, l); };
+      ts.rows = g("rectrain_embedding_rows", "Rows resident in the embedding table.");
+      ts.bytes = g("rectrain_embedding_bytes", "Memory accounted to the embedding table.");
+      ts.admissions = c("rectrain_embedding_admissions_total", "Ids that got their own row.");
+      ts.evictions = c("rectrain_embedding_evictions_total", "Rows evicted for the memory budget.");
+      ts.expirations = c("rectrain_embedding_expirations_total",
+                         "Rows removed because they were not pulled for embedding.ttl_steps steps.");
+      ts.lookups = c("rectrain_embedding_lookups_total", "Ids looked up (training and evaluation).");
+      ts.oov_lookups = c("rectrain_embedding_oov_lookups_total", "Lookups that read the OOV row.");
+      ts.oov_ratio = g("rectrain_embedding_oov_ratio", "oov_lookups / lookups since the start.");
+      // The budget the table's bytes count against (0 = unlimited), labelled with what happens
+      // there (deploy/prometheus/alerts.yml: RectrainEmbeddingMemoryNearBudget).
+      prometheus::Labels bl = l;
+      bl.emplace_back("on_budget", t.on_budget);
+      ts.budget = GaugeOrNull("rectrain_embedding_budget_bytes",
+                              "Memory budget of the embedding table (embedding.memory_budget over the ranks "
+                              "holding it; 0 = unlimited).",
+                              bl);
+      it = tables_.emplace(t.name, ts).first;
+    }
+    TableSeries& ts = it->second;
+    if (ts.rows) ts.rows->Set(static_cast<double>(t.rows));
+    if (ts.bytes) ts.bytes->Set(static_cast<double>(t.bytes));
+    if (ts.budget) ts.budget->Set(static_cast<double>(t.budget_bytes));
+    if (ts.admissions) ts.admissions->SetTotal(static_cast<double>(t.admissions));
+    if (ts.evictions) ts.evictions->SetTotal(static_cast<double>(t.evictions));
+    if (ts.expirations) ts.expirations->SetTotal(static_cast<double>(t.expirations));
+    if (ts.lookups) ts.lookups->SetTotal(static_cast<double>(t.lookups));
+    if (ts.oov_lookups) ts.oov_lookups->SetTotal(static_cast<double>(t.oov_lookups));
+    if (ts.oov_ratio) {
+      ts.oov_ratio->Set(t.lookups > 0 ? static_cast<double>(t.oov_lookups) / static_cast<double>(t.lookups)
+                                      : 0.0);
+    }
+  }
+}
+
+// A job: every rank's figures, as rank<r>/... metrics of the run.
+void RunRecorder::LogRankMetrics(const ProgressInfo& p) {
+  std::vector<track::MetricValue> per_rank;
+  std::vector<std::string> names;
+  names.reserve(p.ranks.size() * 6);
+  for (const RankFigures& f : p.ranks) {
+    const std::string prefix = "rank" + std::to_string(f.rank) + "/";
+    const std::pair<const char*, double> values[] = {
+        {"rows", static_cast<double>(f.rows)},
+        {"ids_owned", static_cast<double>(f.ids_owned)},
+        {"bytes_sent", static_cast<double>(f.bytes_sent)},
+        {"exchange_s", f.breakdown.exchange},
+        {"allreduce_s", f.breakdown.allreduce},
+        {"compute_s", f.breakdown.forward + f.breakdown.backward}};
+    for (const auto& [name, v] : values) names.push_back(prefix + name);
+    for (size_t i = 0; i < std::size(values); ++i) per_rank.push_back({names[names.size() - std::size(values) + i], values[i].second});
+  }
+  if (!per_rank.empty()) Write(options_.store->LogMetrics(*run_, p.step, per_rank), "per-rank metrics");
 }
 
 prometheus::Gauge* RunRecorder::GaugeOrNull(const char* name, const char* help, const prometheus::Labels& labels) {

@@ -139,6 +139,8 @@ class RunRecorder : public TrainObserver {
     prometheus::Gauge* oov_ratio = nullptr;
   };
   std::map<std::string, TableSeries> tables_;
+  void ExportTables(const std::vector<TableSummary>& tables);  // registered on first sight of a table
+  void LogRankMetrics(const ProgressInfo& p);                   // a job's rank<r>/... metrics
   // A job's per-rank series, labelled rank="r" (and phase="..." for the step breakdown).
   struct RankSeries {
     prometheus::Counter* rows = nullptr;
