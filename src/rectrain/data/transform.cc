@@ -100,6 +100,130 @@ bool TransformStep::IsNumeric() const {
   }
 }
 
+namespace {
+
+// The step of `name`, or InvalidArgument naming it (and the nearest step's name).
+Result<const StepInfo*> FindStep(std::string_view name) {
+  for (const StepInfo& k : kSteps) {
+    if (name == k.name) return &k;
+  }
+  std::string msg = "unknown transform step \"" + std::string(name) + "\"";
+  int best = 3;
+  const char* suggestion = nullptr;
+  for (const StepInfo& k : kSteps) {
+    const int d = Distance(name, k.name);
+    if (d < best) {
+      best = d;
+      suggestion = k.name;
+    }
+  }
+  if (suggestion != nullptr) msg += "; did you mean " + std::string(suggestion) + "?";
+  return InvalidArgumentError(msg);
+}
+
+Status CheckArgCount(const std::string& where, const std::vector<std::string>& args, size_t lo, size_t hi) {
+  if (args.size() >= lo && args.size() <= hi) return OkStatus();
+  std::string n = lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+  if (hi > 1000) n = "at least " + std::to_string(lo);
+  return InvalidArgumentError(where + " takes " + n + " argument(s), got " + std::to_string(args.size()));
+}
+
+Status ParseNumbers(const std::string& where, const std::vector<std::string>& args, std::vector<double>* out) {
+  for (const std::string& a : args) {
+    double v;
+    if (!ParseDouble(a, &v)) return InvalidArgumentError(where + ": \"" + a + "\" is not a finite number");
+    out->push_back(v);
+  }
+  return OkStatus();
+}
+
+// Step `info` with the arguments `args` (checked against what the step takes); `first`: it is
+// the transform's first step (col and cross must be).
+Result<TransformStep> BindStep(const StepInfo& info, const std::vector<std::string>& args, bool first) {
+  TransformStep step;
+  step.op = info.op;
+  const std::string where = "step " + std::string(info.name);
+  auto want_args = [&](size_t lo, size_t hi) { return CheckArgCount(where, args, lo, hi); };
+  auto numbers = [&]() { return ParseNumbers(where, args, &step.args); };
+  switch (step.op) {
+    case StepOp::kCol:
+      RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
+      if (!first) return InvalidArgumentError("step col(...) must come first");
+      if (args[0].empty()) return InvalidArgumentError("step col needs a column name");
+      step.names = args;
+      break;
+    case StepOp::kHashAs:
+      RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
+      if (Unquote(args[0]).empty()) return InvalidArgumentError("step hash_as needs a feature name");
+      step.names = {Unquote(args[0])};
+      break;
+    case StepOp::kCross:
+      RECTRAIN_RETURN_IF_ERROR(want_args(2, 2));
+      if (!first) return InvalidArgumentError("step cross(...) must come first");
+      step.names = args;
+      break;
+    case StepOp::kFill:
+    case StepOp::kBinarize:
+      RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
+      RECTRAIN_RETURN_IF_ERROR(numbers());
+      break;
+    case StepOp::kClip:
+      RECTRAIN_RETURN_IF_ERROR(want_args(2, 2));
+      RECTRAIN_RETURN_IF_ERROR(numbers());
+      if (step.args[0] > step.args[1]) {
+        return InvalidArgumentError(where + ": lower bound " + args[0] + " exceeds upper bound " + args[1]);
+      }
+      break;
+    case StepOp::kLog1p:
+    case StepOp::kStandardize:
+    case StepOp::kHourOfDay:
+    case StepOp::kDayOfWeek:
+    case StepOp::kHexId:
+      RECTRAIN_RETURN_IF_ERROR(want_args(0, 0));
+      break;
+    case StepOp::kBucketize:
+      RECTRAIN_RETURN_IF_ERROR(want_args(1, 100000));
+      RECTRAIN_RETURN_IF_ERROR(numbers());
+      for (size_t i = 1; i < step.args.size(); ++i) {
+        if (!(step.args[i - 1] < step.args[i])) {
+          return InvalidArgumentError(where + ": boundaries must be strictly ascending");
+        }
+      }
+      break;
+    case StepOp::kQuantiles:
+    case StepOp::kMaxLen:
+    case StepOp::kHash: {
+      RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
+      RECTRAIN_RETURN_IF_ERROR(numbers());
+      const double v = step.args[0];
+      const double lo = step.op == StepOp::kQuantiles ? 2 : 1;
+      if (v != std::floor(v) || v < lo || v > 1e18) {
+        return InvalidArgumentError(where + ": expected an integer >= " +
+                                    std::to_string(static_cast<int>(lo)) + ", got " + args[0]);
+      }
+      break;
+    }
+    case StepOp::kSplit: {
+      RECTRAIN_RETURN_IF_ERROR(want_args(1, 2));
+      if (args[0].size() != 1) {
+        return InvalidArgumentError(where + ": the separator must be one character, got \"" +
+                                    args[0] + "\"");
+      }
+      step.sep = args[0];
+      double max_len = 0;
+      if (args.size() == 2 && (!ParseDouble(args[1], &max_len) || max_len < 0 ||
+                               max_len != std::floor(max_len))) {
+        return InvalidArgumentError(where + ": max_len must be an integer >= 0, got " + args[1]);
+      }
+      step.args.push_back(max_len);
+      break;
+    }
+  }
+  return step;
+}
+
+}  // namespace
+
 Result<FeatureTransform> ParseTransform(std::string_view spec) {
   FeatureTransform t;
   t.text = std::string(Trim(spec));
@@ -120,121 +244,8 @@ Result<FeatureTransform> ParseTransform(std::string_view spec) {
         for (std::string_view a : SplitTop(inner, ',')) args.push_back(Unquote(a));
       }
     }
-    const StepInfo* info = nullptr;
-    for (const StepInfo& k : kSteps) {
-      if (name == k.name) info = &k;
-    }
-    if (info == nullptr) {
-      std::string msg = "unknown transform step \"" + std::string(name) + "\"";
-      int best = 3;
-      const char* suggestion = nullptr;
-      for (const StepInfo& k : kSteps) {
-        const int d = Distance(name, k.name);
-        if (d < best) {
-          best = d;
-          suggestion = k.name;
-        }
-      }
-      if (suggestion != nullptr) msg += "; did you mean " + std::string(suggestion) + "?";
-      return InvalidArgumentError(msg);
-    }
-    TransformStep step;
-    step.op = info->op;
-    const std::string where = "step " + std::string(info->name);
-    auto want_args = [&](size_t lo, size_t hi) -> Status {
-      if (args.size() < lo || args.size() > hi) {
-        std::string n = lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
-        if (hi > 1000) n = "at least " + std::to_string(lo);
-        return InvalidArgumentError(where + " takes " + n + " argument(s), got " +
-                                    std::to_string(args.size()));
-      }
-      return OkStatus();
-    };
-    auto numbers = [&]() -> Status {
-      for (const std::string& a : args) {
-        double v;
-        if (!ParseDouble(a, &v)) {
-          return InvalidArgumentError(where + ": \"" + a + "\" is not a finite number");
-        }
-        step.args.push_back(v);
-      }
-      return OkStatus();
-    };
-    const bool first = t.steps.empty();
-    switch (step.op) {
-      case StepOp::kCol:
-        RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
-        if (!first) return InvalidArgumentError("step col(...) must come first");
-        if (args[0].empty()) return InvalidArgumentError("step col needs a column name");
-        step.names = args;
-        break;
-      case StepOp::kHashAs:
-        RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
-        if (Unquote(args[0]).empty()) return InvalidArgumentError("step hash_as needs a feature name");
-        step.names = {Unquote(args[0])};
-        break;
-      case StepOp::kCross:
-        RECTRAIN_RETURN_IF_ERROR(want_args(2, 2));
-        if (!first) return InvalidArgumentError("step cross(...) must come first");
-        step.names = args;
-        break;
-      case StepOp::kFill:
-      case StepOp::kBinarize:
-        RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
-        RECTRAIN_RETURN_IF_ERROR(numbers());
-        break;
-      case StepOp::kClip:
-        RECTRAIN_RETURN_IF_ERROR(want_args(2, 2));
-        RECTRAIN_RETURN_IF_ERROR(numbers());
-        if (step.args[0] > step.args[1]) {
-          return InvalidArgumentError(where + ": lower bound " + args[0] + " exceeds upper bound " + args[1]);
-        }
-        break;
-      case StepOp::kLog1p:
-      case StepOp::kStandardize:
-      case StepOp::kHourOfDay:
-      case StepOp::kDayOfWeek:
-      case StepOp::kHexId:
-        RECTRAIN_RETURN_IF_ERROR(want_args(0, 0));
-        break;
-      case StepOp::kBucketize:
-        RECTRAIN_RETURN_IF_ERROR(want_args(1, 100000));
-        RECTRAIN_RETURN_IF_ERROR(numbers());
-        for (size_t i = 1; i < step.args.size(); ++i) {
-          if (!(step.args[i - 1] < step.args[i])) {
-            return InvalidArgumentError(where + ": boundaries must be strictly ascending");
-          }
-        }
-        break;
-      case StepOp::kQuantiles:
-      case StepOp::kMaxLen:
-      case StepOp::kHash: {
-        RECTRAIN_RETURN_IF_ERROR(want_args(1, 1));
-        RECTRAIN_RETURN_IF_ERROR(numbers());
-        const double v = step.args[0];
-        const double lo = step.op == StepOp::kQuantiles ? 2 : 1;
-        if (v != std::floor(v) || v < lo || v > 1e18) {
-          return InvalidArgumentError(where + ": expected an integer >= " +
-                                      std::to_string(static_cast<int>(lo)) + ", got " + args[0]);
-        }
-        break;
-      }
-      case StepOp::kSplit: {
-        RECTRAIN_RETURN_IF_ERROR(want_args(1, 2));
-        if (args[0].size() != 1) {
-          return InvalidArgumentError(where + ": the separator must be one character, got \"" +
-                                      args[0] + "\"");
-        }
-        step.sep = args[0];
-        double max_len = 0;
-        if (args.size() == 2 && (!ParseDouble(args[1], &max_len) || max_len < 0 ||
-                                 max_len != std::floor(max_len))) {
-          return InvalidArgumentError(where + ": max_len must be an integer >= 0, got " + args[1]);
-        }
-        step.args.push_back(max_len);
-        break;
-      }
-    }
+    RECTRAIN_ASSIGN_OR_RETURN(const StepInfo* info, FindStep(name));
+    RECTRAIN_ASSIGN_OR_RETURN(TransformStep step, BindStep(*info, args, t.steps.empty()));
     if (step.NeedsStats() && ++stats_steps > 1) {
       return InvalidArgumentError("at most one stats step (standardize, quantiles) per feature");
     }

@@ -613,15 +613,13 @@ Result<RunList> TrackingStore::ListRuns(const RunFilter& filter) {
   return r;
 }
 
-Result<RunList> TrackingStore::ListRunsLocked(const RunFilter& filter) {
-  if (filter.limit < 1 || filter.limit > 10000) {
-    return InvalidArgumentError("limit must be in 1..10000, got " + std::to_string(filter.limit));
-  }
-  if (filter.offset < 0) {
-    return InvalidArgumentError("offset must be >= 0, got " + std::to_string(filter.offset));
-  }
-  std::string where = "1";
-  std::vector<Arg> args;
+namespace {
+
+// The WHERE clause of a run listing (and its arguments, in order) from the filter.
+Status WhereClause(const RunFilter& filter, std::string* where_out, std::vector<Arg>* args_out) {
+  std::string& where = *where_out;
+  where = "1";
+  std::vector<Arg>& args = *args_out;
   if (filter.status.has_value()) {
     where += " AND r.status = ?";
     args.emplace_back(std::string(RunStatusName(*filter.status)));
@@ -665,8 +663,13 @@ Result<RunList> TrackingStore::ListRunsLocked(const RunFilter& filter) {
     args.emplace_back(t.value);
   }
 
-  std::string order;
-  std::vector<Arg> order_args;
+  return OkStatus();
+}
+
+// The ORDER BY clause (and its arguments) of filter.sort_by; ties broken by id.
+Status OrderClause(const RunFilter& filter, std::string* order_out, std::vector<Arg>* args_out) {
+  std::string& order = *order_out;
+  std::vector<Arg>& order_args = *args_out;
   const std::string dir = filter.descending ? " DESC" : " ASC";
   static const std::map<std::string, std::string, std::less<>> kColumns = {
       {"id", "r.id"},           {"name", "r.name"},         {"status", "r.status"},
@@ -687,7 +690,22 @@ Result<RunList> TrackingStore::ListRunsLocked(const RunFilter& filter) {
                                 "metric:<key> or param:<key>");
   }
   order += ", r.id" + dir;
+  return OkStatus();
+}
 
+}  // namespace
+
+Result<RunList> TrackingStore::ListRunsLocked(const RunFilter& filter) {
+  if (filter.limit < 1 || filter.limit > 10000) {
+    return InvalidArgumentError("limit must be in 1..10000, got " + std::to_string(filter.limit));
+  }
+  if (filter.offset < 0) {
+    return InvalidArgumentError("offset must be >= 0, got " + std::to_string(filter.offset));
+  }
+  std::string where, order;
+  std::vector<Arg> args, order_args;
+  RECTRAIN_RETURN_IF_ERROR(WhereClause(filter, &where, &args));
+  RECTRAIN_RETURN_IF_ERROR(OrderClause(filter, &order, &order_args));
   RunList out;
   {
     RECTRAIN_ASSIGN_OR_RETURN(Stmt s,
