@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +90,16 @@ TEST_F(CliTest, VersionHelpAndUsage) {
   r = Run({"train", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--set VALUE"), std::string::npos) << r.out;
+  // The parser marks a repeated flag "(repeatable)"; its own help does not say it again.
+  for (const std::vector<std::string>& help : {std::vector<std::string>{"train", "--help"}, {"data", "produce", "--help"}}) {
+    r = Run(help);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t first = line.find("repeatable");
+      EXPECT_TRUE(first == std::string::npos || line.find("repeatable", first + 1) == std::string::npos) << line;
+    }
+  }
   r = Run({});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("usage: rectrain <command>"), std::string::npos);

@@ -24,13 +24,13 @@ int RunDataProduce(const std::vector<std::string>& args) {
                    "or Redis entries (XADD KEY * row LINE) spread over --key keys in turn. Event time is\n"
                    "the time of sending. SIGINT/SIGTERM stop after the current message.");
   flags.Positional("FILE", &file, true, "a text file in the training layout (one row per line)");
-  flags.Repeated("file", &more_files, "more files, sent after FILE (repeatable)");
+  flags.Repeated("file", &more_files, "more files, sent after FILE");
   flags.String("to", &to, "kafka://HOST:PORT[,HOST:PORT]/TOPIC or redis://HOST:PORT/KEY");
   flags.String("rate", &rate, "messages per second (default 0: unpaced)");
   flags.Int("max-messages", &max_messages, "stop after this many messages (default 0: every line)");
   flags.Int("repeat", &repeat, "pass over the files this many times (default 1; 0: until stopped)");
   flags.Bool("header", &header, "the first line of each file is a header, not a row");
-  flags.Repeated("key", &keys, "redis: a stream key to spread over (repeatable; default: the URL's key)");
+  flags.Repeated("key", &keys, "redis: a stream key to spread over (default: the URL's key)");
   flags.String("field", &field, "redis: the entry field holding the row (default row)");
   flags.Int("max-len", &max_len, "redis: trim each stream to about this many entries (XADD MAXLEN ~; 0: no trim)");
   flags.Bool("quiet", &quiet, "print only the result");

@@ -129,7 +129,7 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.String("resume", &resume, "continue the run in RUN_DIR from its newest checkpoint");
   flags.Bool("no-progress", &no_progress, "log lines instead of a progress bar on a terminal");
   flags.Bool("quiet", &quiet, "print only the result (train.log still gets everything)");
-  flags.Repeated("tag", &tags, "tag the run in the tracking store (repeatable; adds to tracking.tags)");
+  flags.Repeated("tag", &tags, "tag the run in the tracking store (adds to tracking.tags)");
   flags.String("until", &until,
                "end the run (checkpoint, final model) at this time: 30m, 2h, 2026-12-05T10:00, 18:30 (an online "
                "run never ends by itself otherwise)");
