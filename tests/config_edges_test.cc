@@ -103,7 +103,7 @@ TEST_P(ConfigEdges, RunsOrStopsWithAClearError) {
   for (const KeySpec& k : config::TrainConfigSchema()) {
     if (k.path == key) spec = k;
   }
-  config::test_util::KeyContext context = config::test_util::ContextOf(key);
+  config::test_util::KeyContext context = config::test_util::ContextOf(key, *dir_);
   // What a single process ignores unless asked: /metrics and the tracking store.
   if (key.rfind("monitoring.", 0) == 0) context.sets.push_back("monitoring.enabled=true");
   if (key.rfind("tracking.", 0) == 0) context.sets.push_back("tracking.enabled=true");

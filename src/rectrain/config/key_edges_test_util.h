@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -33,7 +32,9 @@ struct KeyContext {
 
 // The keys whose edges need other settings: a cross-key rule (min_lr <= lr, min_rows <=
 // max_rows), or the model type that reads them (so a run at the edge exercises the key).
-inline KeyContext ContextOf(const std::string& key) {
+// `scratch` is a directory the caller owns and removes: runs at the edges of train.publish.*
+// publish into scratch/models.
+inline KeyContext ContextOf(const std::string& key, const std::string& scratch) {
   const std::vector<std::string> mmoe = {"model.type=mmoe", "model.task_labels=[I1]",
                                          "features.transforms={I1: 'binarize(1)'}"};
   const std::vector<std::string> din = {"model.type=din", "model.target_field=C1", "model.history_field=C2",
@@ -64,10 +65,8 @@ inline KeyContext ContextOf(const std::string& key) {
   if (key.rfind("data.stream.", 0) == 0 || key == "train.online_window") {
     return KeyContext{{"data.stream.url=redis://127.0.0.1:1/edges"}};
   }
-  // train.publish's keys need the section; the runs publish into a scratch directory.
-  if (key.rfind("train.publish.", 0) == 0) {
-    return KeyContext{{"train.publish.to=" + (std::filesystem::temp_directory_path() / "rectrain_edges_models").string()}};
-  }
+  // train.publish's keys need the section; the runs publish into the caller's directory.
+  if (key.rfind("train.publish.", 0) == 0) return KeyContext{{"train.publish.to=" + scratch + "/models"}};
   auto it = kContexts.find(key);
   return it == kContexts.end() ? KeyContext{} : it->second;
 }
