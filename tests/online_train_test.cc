@@ -3,6 +3,8 @@
 //   - kill -9 of the trainer at random moments, restarts with --resume: the final model of a
 //     deterministic run equals the uninterrupted run's (exactly-once effect on the model), and
 //     the broker's committed position is the end;
+//   - kill -9 while a delta checkpoint (train.checkpoint_full_every) is written: the resume
+//     rests on the chain (full + deltas) and the model is the uninterrupted run's;
 //   - the broker killed (redis) or taken down (kafka) and back mid-stream: the same model;
 //   - malformed messages counted, logged, dead-lettered, the run goes on; a bad share over the
 //     limit stops it with a clear error;
@@ -14,6 +16,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -211,6 +214,108 @@ TEST_P(OnlineTrainTest, KillNineAtRandomMomentsGivesTheUninterruptedModel) {
             0)
       << ReadAll(dir_ + "/after.log");
   EXPECT_EQ(Summary(after)["train"]["rows_read"], 0);
+}
+
+// The newest complete checkpoint of `dir` ("" when none), and its meta.json's chain_length (0: a
+// full checkpoint); whether a `step-N.tmp` (a checkpoint being written) is there.
+struct CheckpointsNow {
+  std::string newest;
+  int64_t chain_length = 0;
+  bool writing = false;
+};
+CheckpointsNow LookAt(const std::string& dir, std::map<std::string, int64_t>* chain_of) {
+  CheckpointsNow now;
+  int64_t newest_step = -1;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) != 0) continue;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
+      now.writing = true;
+    } else if (const int64_t step = std::atoll(name.c_str() + 5); step > newest_step) {
+      newest_step = step;
+      now.newest = name;
+    }
+  }
+  if (!now.newest.empty()) {
+    auto it = chain_of->find(now.newest);
+    if (it == chain_of->end()) {  // meta.json is in place: the directory is renamed complete
+      const nlohmann::json meta = nlohmann::json::parse(ReadAll(dir + "/" + now.newest + "/meta.json"), nullptr, false);
+      const int64_t chain = meta.is_object() && meta.contains("incremental") ? meta["incremental"].value("chain_length", 0) : 0;
+      it = chain_of->emplace(now.newest, chain).first;
+    }
+    now.chain_length = it->second;
+  }
+  return now;
+}
+
+TEST_P(OnlineTrainTest, KillNineWhileADeltaIsWrittenResumesFromTheChain) {
+  // Incremental checkpoints of an online run: a checkpoint every 50 ms of training
+  // (checkpoint_every_s), every 4th one full, the others deltas. The trainer is killed with
+  // SIGKILL while a delta is being written (a step-N.tmp exists and the newest complete
+  // checkpoint, one the session wrote itself, is a delta that is not the last of its chain, so
+  // the one in progress is a delta too), three times; each restart resumes from that delta, i.e.
+  // from its full checkpoint and the deltas up to it, at the delta's stream position. The run
+  // ends with the uninterrupted run's model, bit for bit.
+  constexpr int kFullEvery = 4;
+  const pid_t producer = Produce(data_, "1500");
+  const std::string killed = dir_ + "/killed", cfg = Config("killed", "killed");
+  std::map<std::string, int64_t> chain_of;
+  std::vector<std::string> resumed_from;
+  int rc = -1;
+  for (int attempt = 0; attempt < 8 && rc != 0; ++attempt) {
+    const std::vector<std::string> args =
+        attempt == 0 ? std::vector<std::string>{cfg, "--run-dir", killed, "--set", "train.checkpoint_every_steps=0",
+                                                "--set", "train.checkpoint_every_s=0.05", "--set",
+                                                "train.checkpoint_full_every=" + std::to_string(kFullEvery), "--set",
+                                                "train.keep_checkpoints=2"}
+                     : std::vector<std::string>{"--resume", killed};
+    const std::string log = dir_ + "/killed_" + std::to_string(attempt) + ".log";
+    const pid_t pid = Train(args, log);
+    if (resumed_from.size() == 3) {
+      rc = WaitFor(pid, std::chrono::seconds(120));
+      break;
+    }
+    // Spin (no sleep: a small delta is written in about a millisecond) until a delta is written.
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    bool killed_it = false;
+    while (!killed_it && (rc = WaitFor(pid, std::chrono::milliseconds(0))) == -1 && Clock::now() < deadline) {
+      const CheckpointsNow now = LookAt(killed + "/checkpoints", &chain_of);
+      const bool own = resumed_from.empty() || now.newest != resumed_from.back();  // this session wrote it
+      if (own && now.writing && now.chain_length >= 1 && now.chain_length <= kFullEvery - 2) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        killed_it = true;
+        // The write may have just completed: the newest complete one is then the resume point.
+        resumed_from.push_back(LookAt(killed + "/checkpoints", &chain_of).newest);
+      }
+    }
+    ASSERT_TRUE(killed_it || rc != -1) << "no delta checkpoint written within 60 s: " << ReadAll(log);
+  }
+  ASSERT_EQ(rc, 0) << ReadAll(killed + "/train.log");
+  ASSERT_GE(resumed_from.size(), 2u) << "the run ended before it was killed twice while writing a delta";
+  ASSERT_EQ(WaitFor(producer, std::chrono::seconds(60)), 0) << ReadAll(dir_ + "/produce.log");
+  // Each restart rested on a delta chain: it says so, and it continued at that delta's position.
+  const std::string log = ReadAll(killed + "/train.log");
+  for (const std::string& dir : resumed_from) {
+    ASSERT_GE(chain_of[dir], 1) << dir << " is not a delta";
+    const size_t at = log.find("resumed from " + killed + "/checkpoints/" + dir + " at step " + dir.substr(5) + ",");
+    ASSERT_NE(at, std::string::npos) << dir << "\n" << log;
+    EXPECT_NE(log.substr(at, log.find('\n', at) - at).find("(delta " + std::to_string(chain_of[dir]) + " on step-"),
+              std::string::npos)
+        << log;
+  }
+  EXPECT_NE(log.find("checkpoint (delta "), std::string::npos) << log;
+  std::printf("[ info ] killed %zu times while a delta was written; resumed from", resumed_from.size());
+  for (const std::string& dir : resumed_from) std::printf(" %s (delta %lld)", dir.c_str(), static_cast<long long>(chain_of[dir]));
+  std::printf("\n");
+  // The uninterrupted run checkpoints whole (checkpoint_every_steps 2): deltas change nothing.
+  const std::string whole = dir_ + "/whole";
+  ASSERT_EQ(TrainToEnd({Config("whole", "whole"), "--run-dir", whole}, dir_ + "/whole.log"), 0) << ReadAll(dir_ + "/whole.log");
+  ExpectSameModel(whole, killed);
+  const nlohmann::json s = Summary(killed);
+  EXPECT_EQ(s["train"]["rows_read"], kRows);
+  EXPECT_EQ(s["status"], "completed");
 }
 
 TEST_P(OnlineTrainTest, ABrokerGoneMidStreamLosesNothingAndRepeatsNothing) {

@@ -275,6 +275,7 @@ Result<CheckpointMeta> RestoreRun(const ResumePoint& point, const config::Loaded
   if (meta.config_hash != lc.hash) log("note: the configuration differs from the checkpoint's (resuming with changed settings)");
   log("resumed from " + dir + " at step " + std::to_string(meta.step) + ", epoch " + std::to_string(meta.epoch) + ", row " +
       std::to_string(meta.rows_in_epoch) +
+      (meta.delta() ? " (delta " + std::to_string(meta.chain_length) + " on " + meta.base + ")" : std::string()) +
       (meta.world != job.world()
            ? " (written by " + std::to_string(meta.world) + " rank(s), now " + std::to_string(job.world()) + ")"
            : std::string()));
