@@ -264,133 +264,171 @@ std::unique_ptr<AsyncWorkerStore> MakeAsyncWorkerStore(const nn::ModelSpec& spec
   return std::make_unique<AsyncWorkerStoreImpl>(spec, std::move(table_dims), std::move(params), servers, comm);
 }
 
-Status RunServer(const ServerOptions& o, dist::Communicator& comm, ServerStats* stats) {
-  const int nt = static_cast<int>(o.tables.size());
-  std::vector<int64_t> clock(static_cast<size_t>(o.workers), 0);  // steps each worker has pushed
-  std::vector<bool> done(static_cast<size_t>(o.workers), false);
-  int finished = 0;
-  std::deque<dist::Transport::Message> held;  // PULLs over the staleness bound
-  std::vector<std::byte> reply;
-  std::vector<uint64_t> ids;
-  std::vector<float> rows, oov;
-  int64_t dense_size = 0;
-  for (const auto& p : o.dense) dense_size += static_cast<int64_t>(p.value.size());
-  auto min_clock = [&] {
+namespace {
+
+// One server's loop (RunServer): the workers' clocks, the PULLs held over the staleness bound,
+// and the message handlers.
+class ServerLoop {
+ public:
+  ServerLoop(const ServerOptions& o, dist::Communicator& comm, ServerStats* stats)
+      : o_(o), comm_(comm), stats_(stats), clock_(static_cast<size_t>(o.workers), 0),
+        done_(static_cast<size_t>(o.workers), false) {
+    for (const auto& p : o_.dense) dense_size_ += static_cast<int64_t>(p.value.size());
+  }
+
+  Status Run() {
+    while (finished_ < o_.workers) {
+      dist::Transport::Message m;
+      Stopwatch wait;
+      RECTRAIN_RETURN_IF_ERROR(comm_.Receive(&m));
+      stats_->wait_seconds += wait.Seconds();
+      Stopwatch busy;
+      RECTRAIN_RETURN_IF_ERROR(Handle(std::move(m)));
+      stats_->busy_seconds += busy.Seconds();
+    }
+    if (!held_.empty()) return InternalError("pulls were left waiting after every worker finished");
+    return comm_.Flush();
+  }
+
+ private:
+  Status Handle(dist::Transport::Message m) {
+    if (m.peer < 0 || m.peer >= o_.workers) return Reader(m.bytes, m.peer).Malformed();
+    Reader r(m.bytes, m.peer);
+    uint32_t type = 0;
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&type));
+    if (type == kPull) {
+      RECTRAIN_ASSIGN_OR_RETURN(bool served, TryPull(m));
+      if (!served) {
+        ++stats_->held_pulls;
+        held_.push_back(std::move(m));
+      }
+      return OkStatus();
+    }
+    if (type == kPush) {
+      RECTRAIN_RETURN_IF_ERROR(ApplyPush(r, m.peer));
+      ++stats_->pushes;
+      return ReleaseHeld();
+    }
+    if (type == kDone) {
+      if (done_[static_cast<size_t>(m.peer)]) return r.Malformed();
+      done_[static_cast<size_t>(m.peer)] = true;
+      ++finished_;
+      return ReleaseHeld();
+    }
+    return r.Malformed();
+  }
+
+  // The least clock of the workers still training.
+  int64_t MinClock() const {
     int64_t m = std::numeric_limits<int64_t>::max();
-    for (int w = 0; w < o.workers; ++w) {
-      if (!done[static_cast<size_t>(w)]) m = std::min(m, clock[static_cast<size_t>(w)]);
+    for (int w = 0; w < o_.workers; ++w) {
+      if (!done_[static_cast<size_t>(w)]) m = std::min(m, clock_[static_cast<size_t>(w)]);
     }
     return m;
-  };
-  // Answers a PULL (already parsed up to its ids).
-  auto serve = [&](Reader& r, int peer, embedding::PullMode mode) -> Status {
-    Writer w(&reply);
-    w.Put<uint32_t>(kRows);
-    for (int t = 0; t < nt; ++t) {
-      uint32_t n = 0;
-      RECTRAIN_RETURN_IF_ERROR(r.Get(&n));
-      RECTRAIN_ASSIGN_OR_RETURN(std::span<const uint64_t> req, r.Span<uint64_t>(n));
-      const int dim = o.tables[static_cast<size_t>(t)]->dim();
-      rows.resize(static_cast<size_t>(n) * dim);
-      // Called even without ids, so the table's clock advances once per training pull.
-      RECTRAIN_RETURN_IF_ERROR(o.tables[static_cast<size_t>(t)]->Pull(req, mode, rows, o.compute));
-      w.Put<uint32_t>(n);
-      w.PutSpan<float>(std::span<const float>(rows));
-    }
-    RECTRAIN_RETURN_IF_ERROR(r.End());
-    w.Put<uint64_t>(static_cast<uint64_t>(dense_size));
-    for (const auto& p : o.dense) w.PutSpan<float>(std::span<const float>(p.value));
-    ++stats->pulls;
-    return comm.Post(peer, reply);
-  };
+  }
+
   // A PULL, served now or held; returns whether it was served.
-  auto try_pull = [&](const dist::Transport::Message& m) -> Result<bool> {
+  Result<bool> TryPull(const dist::Transport::Message& m) {
     Reader r(m.bytes, m.peer);
     uint32_t type = 0, mode = 0;
     int64_t c = 0;
     RECTRAIN_RETURN_IF_ERROR(r.Get(&type));
     RECTRAIN_RETURN_IF_ERROR(r.Get(&mode));
     RECTRAIN_RETURN_IF_ERROR(r.Get(&c));
-    if (mode == 0 && c - min_clock() > o.staleness) return false;
-    RECTRAIN_RETURN_IF_ERROR(serve(r, m.peer, mode == 1 ? embedding::PullMode::kEval : embedding::PullMode::kTrain));
+    if (mode == 0 && c - MinClock() > o_.staleness) return false;
+    RECTRAIN_RETURN_IF_ERROR(ServePull(r, m.peer, mode == 1 ? embedding::PullMode::kEval : embedding::PullMode::kTrain));
     return true;
-  };
-  auto release_held = [&]() -> Status {
-    for (size_t i = 0; i < held.size();) {
-      RECTRAIN_ASSIGN_OR_RETURN(bool served, try_pull(held[i]));
+  }
+
+  // Answers a PULL (already parsed up to its ids).
+  Status ServePull(Reader& r, int peer, embedding::PullMode mode) {
+    Writer w(&reply_);
+    w.Put<uint32_t>(kRows);
+    for (size_t t = 0; t < o_.tables.size(); ++t) {
+      uint32_t n = 0;
+      RECTRAIN_RETURN_IF_ERROR(r.Get(&n));
+      RECTRAIN_ASSIGN_OR_RETURN(std::span<const uint64_t> req, r.Span<uint64_t>(n));
+      const int dim = o_.tables[t]->dim();
+      rows_.resize(static_cast<size_t>(n) * dim);
+      // Called even without ids, so the table's clock advances once per training pull.
+      RECTRAIN_RETURN_IF_ERROR(o_.tables[t]->Pull(req, mode, rows_, o_.compute));
+      w.Put<uint32_t>(n);
+      w.PutSpan<float>(std::span<const float>(rows_));
+    }
+    RECTRAIN_RETURN_IF_ERROR(r.End());
+    w.Put<uint64_t>(static_cast<uint64_t>(dense_size_));
+    for (const auto& p : o_.dense) w.PutSpan<float>(std::span<const float>(p.value));
+    ++stats_->pulls;
+    return comm_.Post(peer, reply_);
+  }
+
+  Status ReleaseHeld() {
+    for (size_t i = 0; i < held_.size();) {
+      RECTRAIN_ASSIGN_OR_RETURN(bool served, TryPull(held_[i]));
       if (served) {
-        held.erase(held.begin() + static_cast<int64_t>(i));
+        held_.erase(held_.begin() + static_cast<int64_t>(i));
       } else {
         ++i;
       }
     }
     return OkStatus();
-  };
-  while (finished < o.workers) {
-    dist::Transport::Message m;
-    Stopwatch wait;
-    RECTRAIN_RETURN_IF_ERROR(comm.Receive(&m));
-    stats->wait_seconds += wait.Seconds();
-    Stopwatch busy;
-    if (m.peer < 0 || m.peer >= o.workers) return Reader(m.bytes, m.peer).Malformed();
-    Reader r(m.bytes, m.peer);
-    uint32_t type = 0;
-    RECTRAIN_RETURN_IF_ERROR(r.Get(&type));
-    if (type == kPull) {
-      RECTRAIN_ASSIGN_OR_RETURN(bool served, try_pull(m));
-      if (!served) {
-        ++stats->held_pulls;
-        held.push_back(std::move(m));
-      }
-    } else if (type == kPush) {
-      int64_t c = 0;
-      float lr_dense = 0, lr_sparse = 0;
-      RECTRAIN_RETURN_IF_ERROR(r.Get(&c));
-      RECTRAIN_RETURN_IF_ERROR(r.Get(&lr_dense));
-      RECTRAIN_RETURN_IF_ERROR(r.Get(&lr_sparse));
-      const optim::StepContext sparse_step{.step = c, .learning_rate = lr_sparse};
-      for (int t = 0; t < nt; ++t) {
-        uint32_t n = 0;
-        RECTRAIN_RETURN_IF_ERROR(r.Get(&n));
-        const int dim = o.tables[static_cast<size_t>(t)]->dim();
-        RECTRAIN_ASSIGN_OR_RETURN(std::span<const uint64_t> push_ids, r.Span<uint64_t>(n));
-        RECTRAIN_ASSIGN_OR_RETURN(std::span<const float> grads, r.Span<float>(static_cast<uint64_t>(n) * dim));
-        // This server's own OOV row (each server's ids that are not admitted share it).
-        oov.assign(static_cast<size_t>(dim), 0.0f);
-        RECTRAIN_ASSIGN_OR_RETURN(const bool touched,
-                                  o.tables[static_cast<size_t>(t)]->PushRows(push_ids, grads, sparse_step, o.compute, oov));
-        if (touched) {
-          RECTRAIN_RETURN_IF_ERROR(o.tables[static_cast<size_t>(t)]->ApplyOovGradient(oov, sparse_step));
-        }
-      }
-      uint64_t m_dense = 0;
-      RECTRAIN_RETURN_IF_ERROR(r.Get(&m_dense));
-      if (m_dense != static_cast<uint64_t>(dense_size)) return r.Malformed();
-      RECTRAIN_ASSIGN_OR_RETURN(std::span<const float> g, r.Span<float>(m_dense));
-      RECTRAIN_RETURN_IF_ERROR(r.End());
-      size_t at = 0;
-      for (const auto& p : o.dense) {
-        std::copy_n(g.data() + at, p.grad.size(), p.grad.data());
-        at += p.grad.size();
-      }
-      if (dense_size > 0) {
-        RECTRAIN_RETURN_IF_ERROR(o.optimizer->Update({.step = c, .learning_rate = lr_dense}, o.dense, o.compute));
-      }
-      clock[static_cast<size_t>(m.peer)] = std::max(clock[static_cast<size_t>(m.peer)], c + 1);
-      ++stats->pushes;
-      RECTRAIN_RETURN_IF_ERROR(release_held());
-    } else if (type == kDone) {
-      if (done[static_cast<size_t>(m.peer)]) return r.Malformed();
-      done[static_cast<size_t>(m.peer)] = true;
-      ++finished;
-      RECTRAIN_RETURN_IF_ERROR(release_held());
-    } else {
-      return r.Malformed();
-    }
-    stats->busy_seconds += busy.Seconds();
   }
-  if (!held.empty()) return InternalError("pulls were left waiting after every worker finished");
-  return comm.Flush();
+
+  // A PUSH (parsed up to its type): the rows' gradients and this server's OOV row, then the
+  // dense update; the worker's clock moves past the pushed step.
+  Status ApplyPush(Reader& r, int peer) {
+    int64_t c = 0;
+    float lr_dense = 0, lr_sparse = 0;
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&c));
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&lr_dense));
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&lr_sparse));
+    const optim::StepContext sparse_step{.step = c, .learning_rate = lr_sparse};
+    for (size_t t = 0; t < o_.tables.size(); ++t) {
+      uint32_t n = 0;
+      RECTRAIN_RETURN_IF_ERROR(r.Get(&n));
+      const int dim = o_.tables[t]->dim();
+      RECTRAIN_ASSIGN_OR_RETURN(std::span<const uint64_t> push_ids, r.Span<uint64_t>(n));
+      RECTRAIN_ASSIGN_OR_RETURN(std::span<const float> grads, r.Span<float>(static_cast<uint64_t>(n) * dim));
+      // This server's own OOV row (each server's ids that are not admitted share it).
+      oov_.assign(static_cast<size_t>(dim), 0.0f);
+      RECTRAIN_ASSIGN_OR_RETURN(const bool touched, o_.tables[t]->PushRows(push_ids, grads, sparse_step, o_.compute, oov_));
+      if (touched) {
+        RECTRAIN_RETURN_IF_ERROR(o_.tables[t]->ApplyOovGradient(oov_, sparse_step));
+      }
+    }
+    uint64_t m_dense = 0;
+    RECTRAIN_RETURN_IF_ERROR(r.Get(&m_dense));
+    if (m_dense != static_cast<uint64_t>(dense_size_)) return r.Malformed();
+    RECTRAIN_ASSIGN_OR_RETURN(std::span<const float> g, r.Span<float>(m_dense));
+    RECTRAIN_RETURN_IF_ERROR(r.End());
+    size_t at = 0;
+    for (const auto& p : o_.dense) {
+      std::copy_n(g.data() + at, p.grad.size(), p.grad.data());
+      at += p.grad.size();
+    }
+    if (dense_size_ > 0) {
+      RECTRAIN_RETURN_IF_ERROR(o_.optimizer->Update({.step = c, .learning_rate = lr_dense}, o_.dense, o_.compute));
+    }
+    clock_[static_cast<size_t>(peer)] = std::max(clock_[static_cast<size_t>(peer)], c + 1);
+    return OkStatus();
+  }
+
+  const ServerOptions& o_;
+  dist::Communicator& comm_;
+  ServerStats* stats_;
+  std::vector<int64_t> clock_;  // steps each worker has pushed
+  std::vector<bool> done_;
+  int finished_ = 0;
+  std::deque<dist::Transport::Message> held_;  // PULLs over the staleness bound
+  std::vector<std::byte> reply_;
+  std::vector<float> rows_, oov_;
+  int64_t dense_size_ = 0;
+};
+
+}  // namespace
+
+Status RunServer(const ServerOptions& o, dist::Communicator& comm, ServerStats* stats) {
+  return ServerLoop(o, comm, stats).Run();
 }
 
 }  // namespace rectrain::ps
