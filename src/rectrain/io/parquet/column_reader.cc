@@ -317,6 +317,75 @@ Status DecodeDictionaryIndices(const ChunkContext& c, int32_t encoding,
   return OkStatus();
 }
 
+// Appends the dictionary strings of the n indices just decoded (c.s->indices) to c.out
+// (ResourceExhausted past max_chunk_bytes).
+Status ExpandDictionaryStrings(const ChunkContext& c, int64_t n) {
+  ColumnData* out = c.out;
+  Scratch& s = *c.s;
+  const uint32_t* idx = s.indices.data();
+  const int64_t* doff = s.dict_offsets.data();
+  const uint8_t* dbytes = s.dict_bytes.data();
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) total += doff[idx[i] + 1] - doff[idx[i]];
+  if (static_cast<int64_t>(out->bytes.size()) + total > c.opt->max_chunk_bytes) {
+    return ResourceExhaustedError(
+        "dictionary strings expand to more than ParquetReadOptions::max_chunk_bytes (" +
+        std::to_string(c.opt->max_chunk_bytes) + ")");
+  }
+  int64_t bbase = out->bytes.size();
+  out->bytes.resize(bbase + total);
+  size_t obase = out->offsets.size();
+  out->offsets.resize(obase + n);
+  uint8_t* dst = out->bytes.data() + bbase;
+  int64_t* offs = out->offsets.data() + obase;
+  int64_t pos = bbase;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t b = doff[idx[i]], len = doff[idx[i] + 1] - b;
+    if (len <= 16 && static_cast<int64_t>(out->bytes.size()) - pos >= 16 &&
+        static_cast<int64_t>(s.dict_bytes.size()) - b >= 16) {
+      // Over-copy a fixed 16 bytes (faster than a variable memcpy); the surplus lies inside
+      // the output and is overwritten by the following values.
+      std::memcpy(dst, dbytes + b, 16);
+    } else {
+      std::memcpy(dst, dbytes + b, len);
+    }
+    dst += len;
+    pos += len;
+    offs[i] = pos;
+  }
+  return OkStatus();
+}
+
+// Expands n dictionary-encoded values (`encoding`, from `in`) at slot `base` of c.out.
+Status ExpandDictionary(const ChunkContext& c, int32_t encoding, std::span<const uint8_t> in, int64_t base,
+                        int64_t n) {
+  ColumnData* out = c.out;
+  Scratch& s = *c.s;
+  RECTRAIN_RETURN_IF_ERROR(DecodeDictionaryIndices(c, encoding, in, n));
+  if (c.kind == ValueKind::kBinary) return ExpandDictionaryStrings(c, n);
+  const uint32_t* idx = s.indices.data();
+  uint8_t* dst = ResizeFixed(out, base + n) + base * c.width;
+  const uint8_t* dict = s.dict_fixed.data();
+  switch (c.width) {
+    case 1:
+      for (int64_t i = 0; i < n; ++i) dst[i] = dict[idx[i]];
+      break;
+    case 4: {
+      uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+      const uint32_t* v = reinterpret_cast<const uint32_t*>(dict);
+      for (int64_t i = 0; i < n; ++i) d[i] = v[idx[i]];
+      break;
+    }
+    default: {
+      uint64_t* d = reinterpret_cast<uint64_t*>(dst);
+      const uint64_t* v = reinterpret_cast<const uint64_t*>(dict);
+      for (int64_t i = 0; i < n; ++i) d[i] = v[idx[i]];
+      break;
+    }
+  }
+  return OkStatus();
+}
+
 // Decodes n non-null values of `encoding` from `in`, appended at slot (in dictionary form:
 // entry) `base` of c.out. Dictionary-encoded pages are expanded (not used in dictionary form).
 Status DecodeValues(const ChunkContext& c, int32_t encoding, std::span<const uint8_t> in,
@@ -324,64 +393,7 @@ Status DecodeValues(const ChunkContext& c, int32_t encoding, std::span<const uin
   ColumnData* out = c.out;
   Scratch& s = *c.s;
   const PhysicalType pt = c.col->physical_type;
-  if (IsDictionaryEncoding(encoding)) {
-    RECTRAIN_RETURN_IF_ERROR(DecodeDictionaryIndices(c, encoding, in, n));
-    const uint32_t* idx = s.indices.data();
-    if (c.kind == ValueKind::kBinary) {
-      const int64_t* doff = s.dict_offsets.data();
-      const uint8_t* dbytes = s.dict_bytes.data();
-      int64_t total = 0;
-      for (int64_t i = 0; i < n; ++i) total += doff[idx[i] + 1] - doff[idx[i]];
-      if (static_cast<int64_t>(out->bytes.size()) + total > c.opt->max_chunk_bytes) {
-        return ResourceExhaustedError(
-            "dictionary strings expand to more than ParquetReadOptions::max_chunk_bytes (" +
-            std::to_string(c.opt->max_chunk_bytes) + ")");
-      }
-      int64_t bbase = out->bytes.size();
-      out->bytes.resize(bbase + total);
-      size_t obase = out->offsets.size();
-      out->offsets.resize(obase + n);
-      uint8_t* dst = out->bytes.data() + bbase;
-      int64_t* offs = out->offsets.data() + obase;
-      int64_t pos = bbase;
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t b = doff[idx[i]], len = doff[idx[i] + 1] - b;
-        if (len <= 16 && static_cast<int64_t>(out->bytes.size()) - pos >= 16 &&
-            static_cast<int64_t>(s.dict_bytes.size()) - b >= 16) {
-          // Over-copy a fixed 16 bytes (faster than a variable memcpy); the surplus lies inside
-          // the output and is overwritten by the following values.
-          std::memcpy(dst, dbytes + b, 16);
-        } else {
-          std::memcpy(dst, dbytes + b, len);
-        }
-        dst += len;
-        pos += len;
-        offs[i] = pos;
-      }
-      return OkStatus();
-    }
-    uint8_t* dst = ResizeFixed(out, base + n) + base * c.width;
-    const uint8_t* dict = s.dict_fixed.data();
-    switch (c.width) {
-      case 1:
-        for (int64_t i = 0; i < n; ++i) dst[i] = dict[idx[i]];
-        break;
-      case 4: {
-        uint32_t* d = reinterpret_cast<uint32_t*>(dst);
-        const uint32_t* v = reinterpret_cast<const uint32_t*>(dict);
-        for (int64_t i = 0; i < n; ++i) d[i] = v[idx[i]];
-        break;
-      }
-      default: {
-        uint64_t* d = reinterpret_cast<uint64_t*>(dst);
-        const uint64_t* v = reinterpret_cast<const uint64_t*>(dict);
-        for (int64_t i = 0; i < n; ++i) d[i] = v[idx[i]];
-        break;
-      }
-    }
-    return OkStatus();
-  }
-
+  if (IsDictionaryEncoding(encoding)) return ExpandDictionary(c, encoding, in, base, n);
   switch (encoding) {
     case internal::kPlain:
       if (c.kind == ValueKind::kBinary) return DecodePlainBinary(c, in, n, &out->offsets, &out->bytes);
@@ -669,122 +681,153 @@ Status Decompress(const ChunkContext& c, int32_t codec, std::span<const uint8_t>
   return internal::Decompress(codec, in, std::span<uint8_t>(out->data(), out->size()));
 }
 
+// A data page's parts: its level count, value encoding, and the (decompressed) bytes of its
+// repetition levels, definition levels and values.
+struct DataPageParts {
+  int64_t n_levels = 0;
+  int32_t encoding = 0;
+  std::span<const uint8_t> rep_in, def_in, values;
+};
+
+Result<DataPageParts> SplitDataPageV1(const ChunkContext& c, const ColumnMetaData& meta, const PageHeader& ph,
+                                      std::span<const uint8_t> raw, int64_t remaining_levels) {
+  const ColumnSchema& col = *c.col;
+  Scratch& s = *c.s;
+  DataPageParts p;
+  if (!ph.data_page_header) return DataLossError("DATA_PAGE without a data_page_header");
+  const internal::DataPageHeader& h = *ph.data_page_header;
+  p.n_levels = h.num_values;
+  p.encoding = h.encoding;
+  if (p.n_levels < 0) return DataLossError("data page has a negative value count");
+  if (p.n_levels > remaining_levels) {
+    return DataLossError("data page holds " + std::to_string(p.n_levels) +
+                         " values but only " + std::to_string(remaining_levels) +
+                         " remain in the column chunk");
+  }
+  RECTRAIN_RETURN_IF_ERROR(Decompress(c, meta.codec, raw, ph.uncompressed_page_size, &s.page));
+  std::span<const uint8_t> page(s.page.data(), s.page.size());
+  auto take_levels = [&](int32_t enc, const char* what,
+                         std::span<const uint8_t>* dst) -> Status {
+    if (enc != internal::kRle) {
+      return UnimplementedError(std::string(what) + " levels in encoding " + EncodingName(enc) +
+                                " are not supported (only RLE)");
+    }
+    if (page.size() < 4) return DataLossError(std::string(what) + " levels lack their length");
+    uint32_t len;
+    std::memcpy(&len, page.data(), 4);
+    if (len > page.size() - 4) {
+      return DataLossError(std::string(what) + " levels length " + std::to_string(len) +
+                           " exceeds the " + std::to_string(page.size() - 4) +
+                           " bytes left in the page");
+    }
+    *dst = page.subspan(4, len);
+    page = page.subspan(4 + len);
+    return OkStatus();
+  };
+  if (col.max_repetition_level > 0) {
+    RECTRAIN_RETURN_IF_ERROR(take_levels(h.repetition_level_encoding, "repetition", &p.rep_in));
+  }
+  if (col.max_definition_level > 0) {
+    RECTRAIN_RETURN_IF_ERROR(take_levels(h.definition_level_encoding, "definition", &p.def_in));
+  }
+  p.values = page;
+  return p;
+}
+
+Result<DataPageParts> SplitDataPageV2(const ChunkContext& c, const ColumnMetaData& meta, const PageHeader& ph,
+                                      std::span<const uint8_t> raw, int64_t remaining_levels) {
+  Scratch& s = *c.s;
+  DataPageParts p;
+  if (!ph.data_page_header_v2) return DataLossError("DATA_PAGE_V2 without its header");
+  const internal::DataPageHeaderV2& h = *ph.data_page_header_v2;
+  p.n_levels = h.num_values;
+  p.encoding = h.encoding;
+  if (p.n_levels < 0) return DataLossError("data page has a negative value count");
+  if (p.n_levels > remaining_levels) {
+    return DataLossError("data page holds " + std::to_string(p.n_levels) +
+                         " values but only " + std::to_string(remaining_levels) +
+                         " remain in the column chunk");
+  }
+  int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
+  if (rl < 0 || dl < 0 || rl + dl > static_cast<int64_t>(raw.size()) ||
+      rl + dl > ph.uncompressed_page_size) {
+    return DataLossError("DATA_PAGE_V2 level lengths (" + std::to_string(rl) + " + " +
+                         std::to_string(dl) + ") exceed the page size " +
+                         std::to_string(raw.size()));
+  }
+  p.rep_in = raw.subspan(0, rl);
+  p.def_in = raw.subspan(rl, dl);
+  std::span<const uint8_t> body = raw.subspan(rl + dl);
+  int64_t body_size = ph.uncompressed_page_size - rl - dl;
+  if (h.is_compressed && meta.codec != internal::kUncompressed) {
+    RECTRAIN_RETURN_IF_ERROR(Decompress(c, meta.codec, body, body_size, &s.page));
+    p.values = std::span<const uint8_t>(s.page.data(), s.page.size());
+  } else {
+    if (static_cast<int64_t>(body.size()) != body_size) {
+      return DataLossError("uncompressed DATA_PAGE_V2 body has " + std::to_string(body.size()) +
+                           " bytes but the header declares " + std::to_string(body_size));
+    }
+    p.values = body;
+  }
+  return p;
+}
+
+// The values of a page of a column read in dictionary form (ColumnData::indexed): dictionary
+// pages as indices into the table, a fallback page's values as new entries of it.
+Status ReadIndexedValues(const ChunkContext& c, const DataPageParts& p, int64_t* rows) {
+  const ColumnSchema& col = *c.col;
+  Scratch& s = *c.s;
+  ColumnData* out = c.out;
+  const int64_t n_levels = p.n_levels;
+  const int32_t encoding = p.encoding;
+  const std::span<const uint8_t> values = p.values;
+  const int64_t slot_base = static_cast<int64_t>(out->indices.size());
+  int64_t n_present = 0, n_slots = 0;
+  RECTRAIN_RETURN_IF_ERROR(AssembleLevels(c, n_levels, &n_present, &n_slots, rows));
+  if (IsDictionaryEncoding(encoding)) {
+    RECTRAIN_RETURN_IF_ERROR(DecodeDictionaryIndices(c, encoding, values, n_present))
+        << "in " << EncodingName(encoding) << " values";
+    const uint32_t* idx = s.indices.data();
+    AppendIndices(out, slot_base, n_present, n_slots,
+                  [idx](int64_t j) { return idx[j] + 1; });
+  } else {
+    // A fallback page: its values become new entries of the table.
+    const int64_t entry_base = out->num_entries();
+    if (entry_base + n_present > static_cast<int64_t>(UINT32_MAX)) {
+      return ResourceExhaustedError("column chunk has more than 2^32 values");
+    }
+    RECTRAIN_RETURN_IF_ERROR(DecodeValues(c, encoding, values, entry_base, n_present))
+        << "in " << EncodingName(encoding) << " values";
+    AppendIndices(out, slot_base, n_present, n_slots, [entry_base](int64_t j) {
+      return static_cast<uint32_t>(entry_base + j);
+    });
+    if (col.logical_type == LogicalType::kString && c.kind == ValueKind::kBinary &&
+        n_present > 0) {
+      s.utf8_unchecked.emplace_back(entry_base, entry_base + n_present);
+    }
+  }
+  return OkStatus();
+}
+
 Status ReadDataPage(const ChunkContext& c, const ColumnMetaData& meta, const PageHeader& ph,
                     std::span<const uint8_t> raw, int64_t remaining_levels, int64_t* levels_read,
                     int64_t* rows) {
   const ColumnSchema& col = *c.col;
   Scratch& s = *c.s;
   ColumnData* out = c.out;
-  const bool v2 = ph.type == internal::kDataPageV2;
-  int64_t n_levels;
-  int32_t encoding;
-  std::span<const uint8_t> rep_in, def_in, values;
-  if (!v2) {
-    if (!ph.data_page_header) return DataLossError("DATA_PAGE without a data_page_header");
-    const internal::DataPageHeader& h = *ph.data_page_header;
-    n_levels = h.num_values;
-    encoding = h.encoding;
-    if (n_levels < 0) return DataLossError("data page has a negative value count");
-    if (n_levels > remaining_levels) {
-      return DataLossError("data page holds " + std::to_string(n_levels) +
-                           " values but only " + std::to_string(remaining_levels) +
-                           " remain in the column chunk");
-    }
-    RECTRAIN_RETURN_IF_ERROR(Decompress(c, meta.codec, raw, ph.uncompressed_page_size, &s.page));
-    std::span<const uint8_t> page(s.page.data(), s.page.size());
-    auto take_levels = [&](int32_t enc, const char* what,
-                           std::span<const uint8_t>* dst) -> Status {
-      if (enc != internal::kRle) {
-        return UnimplementedError(std::string(what) + " levels in encoding " + EncodingName(enc) +
-                                  " are not supported (only RLE)");
-      }
-      if (page.size() < 4) return DataLossError(std::string(what) + " levels lack their length");
-      uint32_t len;
-      std::memcpy(&len, page.data(), 4);
-      if (len > page.size() - 4) {
-        return DataLossError(std::string(what) + " levels length " + std::to_string(len) +
-                             " exceeds the " + std::to_string(page.size() - 4) +
-                             " bytes left in the page");
-      }
-      *dst = page.subspan(4, len);
-      page = page.subspan(4 + len);
-      return OkStatus();
-    };
-    if (col.max_repetition_level > 0) {
-      RECTRAIN_RETURN_IF_ERROR(take_levels(h.repetition_level_encoding, "repetition", &rep_in));
-    }
-    if (col.max_definition_level > 0) {
-      RECTRAIN_RETURN_IF_ERROR(take_levels(h.definition_level_encoding, "definition", &def_in));
-    }
-    values = page;
-  } else {
-    if (!ph.data_page_header_v2) return DataLossError("DATA_PAGE_V2 without its header");
-    const internal::DataPageHeaderV2& h = *ph.data_page_header_v2;
-    n_levels = h.num_values;
-    encoding = h.encoding;
-    if (n_levels < 0) return DataLossError("data page has a negative value count");
-    if (n_levels > remaining_levels) {
-      return DataLossError("data page holds " + std::to_string(n_levels) +
-                           " values but only " + std::to_string(remaining_levels) +
-                           " remain in the column chunk");
-    }
-    int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
-    if (rl < 0 || dl < 0 || rl + dl > static_cast<int64_t>(raw.size()) ||
-        rl + dl > ph.uncompressed_page_size) {
-      return DataLossError("DATA_PAGE_V2 level lengths (" + std::to_string(rl) + " + " +
-                           std::to_string(dl) + ") exceed the page size " +
-                           std::to_string(raw.size()));
-    }
-    rep_in = raw.subspan(0, rl);
-    def_in = raw.subspan(rl, dl);
-    std::span<const uint8_t> body = raw.subspan(rl + dl);
-    int64_t body_size = ph.uncompressed_page_size - rl - dl;
-    if (h.is_compressed && meta.codec != internal::kUncompressed) {
-      RECTRAIN_RETURN_IF_ERROR(Decompress(c, meta.codec, body, body_size, &s.page));
-      values = std::span<const uint8_t>(s.page.data(), s.page.size());
-    } else {
-      if (static_cast<int64_t>(body.size()) != body_size) {
-        return DataLossError("uncompressed DATA_PAGE_V2 body has " + std::to_string(body.size()) +
-                             " bytes but the header declares " + std::to_string(body_size));
-      }
-      values = body;
-    }
-  }
-  // Levels.
+  RECTRAIN_ASSIGN_OR_RETURN(const DataPageParts p, ph.type == internal::kDataPageV2
+                                                       ? SplitDataPageV2(c, meta, ph, raw, remaining_levels)
+                                                       : SplitDataPageV1(c, meta, ph, raw, remaining_levels));
+  const int64_t n_levels = p.n_levels;
+  const int32_t encoding = p.encoding;
   if (col.max_repetition_level > 0) {
-    RECTRAIN_RETURN_IF_ERROR(DecodeLevels(rep_in, col.max_repetition_level, n_levels, &s.rep,
-                                          "repetition"));
+    RECTRAIN_RETURN_IF_ERROR(DecodeLevels(p.rep_in, col.max_repetition_level, n_levels, &s.rep, "repetition"));
   }
   if (col.max_definition_level > 0) {
-    RECTRAIN_RETURN_IF_ERROR(DecodeLevels(def_in, col.max_definition_level, n_levels, &s.def,
-                                          "definition"));
+    RECTRAIN_RETURN_IF_ERROR(DecodeLevels(p.def_in, col.max_definition_level, n_levels, &s.def, "definition"));
   }
   if (out->indexed) {
-    const int64_t slot_base = static_cast<int64_t>(out->indices.size());
-    int64_t n_present = 0, n_slots = 0;
-    RECTRAIN_RETURN_IF_ERROR(AssembleLevels(c, n_levels, &n_present, &n_slots, rows));
-    if (IsDictionaryEncoding(encoding)) {
-      RECTRAIN_RETURN_IF_ERROR(DecodeDictionaryIndices(c, encoding, values, n_present))
-          << "in " << EncodingName(encoding) << " values";
-      const uint32_t* idx = s.indices.data();
-      AppendIndices(out, slot_base, n_present, n_slots,
-                    [idx](int64_t j) { return idx[j] + 1; });
-    } else {
-      // A fallback page: its values become new entries of the table.
-      const int64_t entry_base = out->num_entries();
-      if (entry_base + n_present > static_cast<int64_t>(UINT32_MAX)) {
-        return ResourceExhaustedError("column chunk has more than 2^32 values");
-      }
-      RECTRAIN_RETURN_IF_ERROR(DecodeValues(c, encoding, values, entry_base, n_present))
-          << "in " << EncodingName(encoding) << " values";
-      AppendIndices(out, slot_base, n_present, n_slots, [entry_base](int64_t j) {
-        return static_cast<uint32_t>(entry_base + j);
-      });
-      if (col.logical_type == LogicalType::kString && c.kind == ValueKind::kBinary &&
-          n_present > 0) {
-        s.utf8_unchecked.emplace_back(entry_base, entry_base + n_present);
-      }
-    }
+    RECTRAIN_RETURN_IF_ERROR(ReadIndexedValues(c, p, rows));
     *levels_read += n_levels;
     return OkStatus();
   }
@@ -792,7 +835,7 @@ Status ReadDataPage(const ChunkContext& c, const ColumnMetaData& meta, const Pag
                                                     : out->num_slots();
   int64_t n_present = 0, n_slots = 0;
   RECTRAIN_RETURN_IF_ERROR(AssembleLevels(c, n_levels, &n_present, &n_slots, rows));
-  RECTRAIN_RETURN_IF_ERROR(DecodeValues(c, encoding, values, base, n_present))
+  RECTRAIN_RETURN_IF_ERROR(DecodeValues(c, encoding, p.values, base, n_present))
       << "in " << EncodingName(encoding) << " values";
   if (n_slots != n_present) SpreadNulls(c, base, n_present, n_slots);
   if (col.logical_type == LogicalType::kString && c.kind == ValueKind::kBinary &&
@@ -836,6 +879,67 @@ Status CheckUtf8(const ChunkContext& c) {
       return DataLossError("invalid UTF-8 in " + where + " of the row group (bytes: " +
                            HexSnippet(bytes + o, len) + ")");
     }
+  }
+  return OkStatus();
+}
+
+// The dictionary page of a column chunk (before its data pages), decoded into the scratch; in
+// dictionary form it also starts the output's table.
+Status ReadDictionaryPage(const ChunkContext& c, const ColumnMetaData& meta, const PageHeader& ph,
+                          std::span<const uint8_t> raw, int64_t levels_read, bool dictionary_form) {
+  Scratch& s = *c.s;
+  if (!ph.dictionary_page_header) return DataLossError("DICTIONARY_PAGE without a dictionary_page_header");
+  if (levels_read > 0) return DataLossError("dictionary page after data pages");
+  RECTRAIN_RETURN_IF_ERROR(Decompress(c, meta.codec, raw, ph.uncompressed_page_size, &s.page));
+  RECTRAIN_RETURN_IF_ERROR(
+      DecodeDictionaryPage(c, *ph.dictionary_page_header, std::span<const uint8_t>(s.page.data(), s.page.size())));
+  return dictionary_form ? StartDictionaryTable(c) : OkStatus();
+}
+
+// Reads the pages of a column chunk (its bytes `chunk`, at file offset c.page_offset) into c.out,
+// counting the rows. Errors in a page name its offset.
+Status ReadPages(ChunkContext& c, const ColumnMetaData& meta, std::span<const uint8_t> chunk, bool dictionary_form,
+                 int64_t* rows) {
+  const int64_t start = c.page_offset, size = static_cast<int64_t>(chunk.size());
+  int64_t pos = 0, levels_read = 0;
+  while (levels_read < meta.num_values) {
+    if (pos >= size) {
+      return DataLossError("column chunk ends after " + std::to_string(levels_read) + " of " +
+                           std::to_string(meta.num_values) + " values");
+    }
+    c.page_offset = start + pos;
+    auto page_fail = [&](const Status& st) {
+      return Status(st.code(), "page at offset " + std::to_string(c.page_offset) + ": " + st.message());
+    };
+    internal::ThriftReader reader(chunk.data() + pos, size - pos);
+    PageHeader ph;
+    if (Status st = internal::ReadPageHeader(reader, &ph); !st.ok()) {
+      return page_fail(st.WithContext("corrupt page header"));
+    }
+    pos += reader.position();
+    if (ph.compressed_page_size < 0 || ph.compressed_page_size > size - pos) {
+      return page_fail(DataLossError(
+          "compressed page size " + std::to_string(ph.compressed_page_size) + " exceeds the " +
+          std::to_string(size - pos) + " bytes left in the column chunk"));
+    }
+    if (ph.uncompressed_page_size < 0) {
+      return page_fail(DataLossError("negative uncompressed page size"));
+    }
+    std::span<const uint8_t> raw = chunk.subspan(pos, ph.compressed_page_size);
+    pos += ph.compressed_page_size;
+    Status st;
+    switch (ph.type) {
+      case internal::kDictionaryPage:
+        st = ReadDictionaryPage(c, meta, ph, raw, levels_read, dictionary_form);
+        break;
+      case internal::kDataPage:
+      case internal::kDataPageV2:
+        st = ReadDataPage(c, meta, ph, raw, meta.num_values - levels_read, &levels_read, rows);
+        break;
+      default:
+        break;  // index pages and unknown page types are skipped
+    }
+    if (!st.ok()) return page_fail(st);
   }
   return OkStatus();
 }
@@ -889,6 +993,33 @@ void ReserveOutput(const ColumnSchema& col, const ColumnMetaData& meta, int64_t 
   }
 }
 
+// What a column chunk's metadata must say before its pages are read (errors without the
+// file/column prefix).
+Status CheckChunkMeta(const ColumnSchema& col, const internal::RowGroup& rg, const internal::ColumnChunk& cc,
+                      const ParquetReadOptions& opt) {
+  if (cc.encrypted) return UnimplementedError("encrypted columns are not supported");
+  if (cc.file_path) {
+    return UnimplementedError("column data in another file ('" + *cc.file_path + "') is not supported");
+  }
+  if (!cc.has_meta_data) return DataLossError("column chunk has no ColumnMetaData");
+  const ColumnMetaData& meta = cc.meta_data;
+  if (meta.type != static_cast<int32_t>(col.physical_type)) {
+    return DataLossError("column chunk type " + std::to_string(meta.type) + " differs from the schema's " +
+                         std::string(PhysicalTypeName(col.physical_type)));
+  }
+  if (meta.num_values < 0) return DataLossError("negative value count");
+  if (meta.num_values > opt.max_values_per_chunk) {
+    return ResourceExhaustedError("column chunk holds " + std::to_string(meta.num_values) +
+                                  " values, above ParquetReadOptions::max_values_per_chunk (" +
+                                  std::to_string(opt.max_values_per_chunk) + ")");
+  }
+  if (!col.is_list && meta.num_values != rg.num_rows) {
+    return DataLossError("column chunk holds " + std::to_string(meta.num_values) + " values but the row group has " +
+                         std::to_string(rg.num_rows) + " rows");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 ColumnChunkReader::ColumnChunkReader(const ParquetFile* file)
@@ -917,31 +1048,9 @@ Status ColumnChunkReader::Read(int row_group, int column, ColumnData* out) {
 
   const internal::RowGroup& rg = impl.meta.row_groups[row_group];
   const internal::ColumnChunk& cc = rg.columns[column];
-  if (cc.encrypted) return fail(UnimplementedError("encrypted columns are not supported"));
-  if (cc.file_path) {
-    return fail(UnimplementedError("column data in another file ('" + *cc.file_path +
-                                   "') is not supported"));
-  }
-  if (!cc.has_meta_data) return fail(DataLossError("column chunk has no ColumnMetaData"));
-  const ColumnMetaData& meta = cc.meta_data;
-  if (meta.type != static_cast<int32_t>(col.physical_type)) {
-    return fail(DataLossError("column chunk type " + std::to_string(meta.type) +
-                              " differs from the schema's " +
-                              std::string(PhysicalTypeName(col.physical_type))));
-  }
   const ParquetReadOptions& opt = impl.options;
-  if (meta.num_values < 0) return fail(DataLossError("negative value count"));
-  if (meta.num_values > opt.max_values_per_chunk) {
-    return fail(ResourceExhaustedError(
-        "column chunk holds " + std::to_string(meta.num_values) +
-        " values, above ParquetReadOptions::max_values_per_chunk (" +
-        std::to_string(opt.max_values_per_chunk) + ")"));
-  }
-  if (!col.is_list && meta.num_values != rg.num_rows) {
-    return fail(DataLossError("column chunk holds " + std::to_string(meta.num_values) +
-                              " values but the row group has " + std::to_string(rg.num_rows) +
-                              " rows"));
-  }
+  if (Status st = CheckChunkMeta(col, rg, cc, opt); !st.ok()) return fail(st);
+  const ColumnMetaData& meta = cc.meta_data;
   const auto [start, size] = file_->ColumnChunkRange(row_group, column);
   if (start < 4 || size < 0 || start > impl.data_end || size > impl.data_end - start) {
     return fail(DataLossError("column chunk at offset " + std::to_string(start) + " of " +
@@ -963,61 +1072,10 @@ Status ColumnChunkReader::Read(int row_group, int column, ColumnData* out) {
 
   s.chunk.resize(size);
   if (Status st = file_->ReadAt(start, size, s.chunk.data()); !st.ok()) return fail(st);
-  const std::span<const uint8_t> chunk(s.chunk.data(), s.chunk.size());
-  int64_t pos = 0, levels_read = 0, rows = 0;
-  while (levels_read < meta.num_values) {
-    if (pos >= size) {
-      return fail(DataLossError("column chunk ends after " + std::to_string(levels_read) +
-                                " of " + std::to_string(meta.num_values) + " values"));
-    }
-    c.page_offset = start + pos;
-    auto page_fail = [&](const Status& st) {
-      return fail(Status(st.code(), "page at offset " + std::to_string(c.page_offset) + ": " +
-                                        st.message()));
-    };
-    internal::ThriftReader reader(chunk.data() + pos, size - pos);
-    PageHeader ph;
-    if (Status st = internal::ReadPageHeader(reader, &ph); !st.ok()) {
-      return page_fail(st.WithContext("corrupt page header"));
-    }
-    pos += reader.position();
-    if (ph.compressed_page_size < 0 || ph.compressed_page_size > size - pos) {
-      return page_fail(DataLossError(
-          "compressed page size " + std::to_string(ph.compressed_page_size) + " exceeds the " +
-          std::to_string(size - pos) + " bytes left in the column chunk"));
-    }
-    if (ph.uncompressed_page_size < 0) {
-      return page_fail(DataLossError("negative uncompressed page size"));
-    }
-    std::span<const uint8_t> raw = chunk.subspan(pos, ph.compressed_page_size);
-    pos += ph.compressed_page_size;
-    Status st;
-    switch (ph.type) {
-      case internal::kDictionaryPage:
-        if (!ph.dictionary_page_header) {
-          st = DataLossError("DICTIONARY_PAGE without a dictionary_page_header");
-          break;
-        }
-        if (levels_read > 0) {
-          st = DataLossError("dictionary page after data pages");
-          break;
-        }
-        st = detail::Decompress(c, meta.codec, raw, ph.uncompressed_page_size, &s.page);
-        if (st.ok()) {
-          st = detail::DecodeDictionaryPage(c, *ph.dictionary_page_header,
-                                            std::span<const uint8_t>(s.page.data(), s.page.size()));
-        }
-        if (st.ok() && dictionary_form_) st = detail::StartDictionaryTable(c);
-        break;
-      case internal::kDataPage:
-      case internal::kDataPageV2:
-        st = detail::ReadDataPage(c, meta, ph, raw, meta.num_values - levels_read, &levels_read,
-                                  &rows);
-        break;
-      default:
-        break;  // index pages and unknown page types are skipped
-    }
-    if (!st.ok()) return page_fail(st);
+  int64_t rows = 0;
+  if (Status st = detail::ReadPages(c, meta, std::span<const uint8_t>(s.chunk.data(), s.chunk.size()), dictionary_form_, &rows);
+      !st.ok()) {
+    return fail(st);
   }
   if (rows != rg.num_rows) {
     return fail(DataLossError("column chunk holds " + std::to_string(rows) +
