@@ -349,10 +349,26 @@ Result<ColumnData> ParquetFile::ReadColumn(int row_group, int column) const {
 
 namespace {
 
-// Decodes footer + schema into `file` (whose impl_ already holds the source).
-Status OpenImpl(ParquetFile* file, ParquetFile::Impl* impl, int64_t file_size,
-                const std::function<Status(int64_t, int64_t, std::vector<uint8_t>*)>& read_at,
-                std::vector<ColumnSchema>* columns, int64_t* num_rows) {
+// A magic number as text, unprintable bytes as \xNN.
+std::string MagicText(const uint8_t* p) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    const char c = static_cast<char>(p[i]);
+    if (c >= 32 && c < 127) {
+      s += c;
+    } else {
+      static const char* kHex = "0123456789abcdef";
+      s += "\\x";
+      s += kHex[p[i] >> 4];
+      s += kHex[p[i] & 15];
+    }
+  }
+  return s;
+}
+
+// Checks the magic numbers and reads the footer's bytes (impl->data_end: where the footer begins).
+Result<std::vector<uint8_t>> ReadFooter(ParquetFile::Impl* impl, int64_t file_size,
+                                        const std::function<Status(int64_t, int64_t, std::vector<uint8_t>*)>& read_at) {
   const ParquetReadOptions& opt = impl->options;
   if (file_size < 12) {
     return DataLossError("file of " + std::to_string(file_size) +
@@ -369,27 +385,12 @@ Status OpenImpl(ParquetFile* file, ParquetFile::Impl* impl, int64_t file_size,
   if (std::memcmp(tail.data() + 4, "PARE", 4) == 0) {
     return UnimplementedError("encrypted Parquet files (magic 'PARE') are not supported");
   }
-  auto printable = [](const uint8_t* p) {
-    std::string s;
-    for (int i = 0; i < 4; ++i) {
-      char c = static_cast<char>(p[i]);
-      if (c >= 32 && c < 127) {
-        s += c;
-      } else {
-        static const char* kHex = "0123456789abcdef";
-        s += "\\x";
-        s += kHex[p[i] >> 4];
-        s += kHex[p[i] & 15];
-      }
-    }
-    return s;
-  };
   if (std::memcmp(tail.data() + 4, "PAR1", 4) != 0) {
-    return DataLossError("not a Parquet file: the last 4 bytes are '" + printable(tail.data() + 4) +
+    return DataLossError("not a Parquet file: the last 4 bytes are '" + MagicText(tail.data() + 4) +
                          "', expected 'PAR1'");
   }
   if (std::memcmp(head.data(), "PAR1", 4) != 0) {
-    return DataLossError("not a Parquet file: the first 4 bytes are '" + printable(head.data()) +
+    return DataLossError("not a Parquet file: the first 4 bytes are '" + MagicText(head.data()) +
                          "', expected 'PAR1'");
   }
   uint32_t footer_len = uint32_t{tail[0]} | (uint32_t{tail[1]} << 8) | (uint32_t{tail[2]} << 16) |
@@ -411,23 +412,12 @@ Status OpenImpl(ParquetFile* file, ParquetFile::Impl* impl, int64_t file_size,
   } else {
     RECTRAIN_RETURN_IF_ERROR(read_at(impl->data_end, footer_len, &footer));
   }
-  internal::ThriftReader reader(footer.data(), static_cast<int64_t>(footer.size()));
-  RECTRAIN_RETURN_IF_ERROR(internal::ReadFileMetaData(reader, &impl->meta))
-      << "corrupt footer (FileMetaData)";
+  return footer;
+}
+
+// The schema's leaf columns and the row groups checked against them; the file's row count.
+Status CheckSchemaAndRowGroups(ParquetFile::Impl* impl, std::vector<ColumnSchema>* columns, int64_t* num_rows) {
   FileMetaData& meta = impl->meta;
-  if (meta.encrypted) {
-    return UnimplementedError("encrypted Parquet files (encryption_algorithm set) are not "
-                              "supported");
-  }
-  if (meta.schema.empty()) return DataLossError("footer has an empty schema");
-  if (static_cast<int64_t>(meta.schema.size()) > opt.max_schema_elements) {
-    return ResourceExhaustedError("schema of " + std::to_string(meta.schema.size()) +
-                                  " elements exceeds ParquetReadOptions::max_schema_elements");
-  }
-  if (static_cast<int64_t>(meta.row_groups.size()) > opt.max_row_groups) {
-    return ResourceExhaustedError("file has " + std::to_string(meta.row_groups.size()) +
-                                  " row groups, above ParquetReadOptions::max_row_groups");
-  }
   SchemaWalker walker{meta, columns, &impl->list_def_level, {}, 1};
   const SchemaElement& root = meta.schema[0];
   if (root.num_children < 0 ||
@@ -460,8 +450,33 @@ Status OpenImpl(ParquetFile* file, ParquetFile::Impl* impl, int64_t file_size,
                          " rows but the row groups hold " + std::to_string(total_rows));
   }
   *num_rows = total_rows;
-  (void)file;
   return OkStatus();
+}
+
+// Decodes footer + schema into `impl` (which already holds the source).
+Status OpenImpl(ParquetFile::Impl* impl, int64_t file_size,
+                const std::function<Status(int64_t, int64_t, std::vector<uint8_t>*)>& read_at,
+                std::vector<ColumnSchema>* columns, int64_t* num_rows) {
+  const ParquetReadOptions& opt = impl->options;
+  RECTRAIN_ASSIGN_OR_RETURN(const std::vector<uint8_t> footer, ReadFooter(impl, file_size, read_at));
+  internal::ThriftReader reader(footer.data(), static_cast<int64_t>(footer.size()));
+  RECTRAIN_RETURN_IF_ERROR(internal::ReadFileMetaData(reader, &impl->meta))
+      << "corrupt footer (FileMetaData)";
+  FileMetaData& meta = impl->meta;
+  if (meta.encrypted) {
+    return UnimplementedError("encrypted Parquet files (encryption_algorithm set) are not "
+                              "supported");
+  }
+  if (meta.schema.empty()) return DataLossError("footer has an empty schema");
+  if (static_cast<int64_t>(meta.schema.size()) > opt.max_schema_elements) {
+    return ResourceExhaustedError("schema of " + std::to_string(meta.schema.size()) +
+                                  " elements exceeds ParquetReadOptions::max_schema_elements");
+  }
+  if (static_cast<int64_t>(meta.row_groups.size()) > opt.max_row_groups) {
+    return ResourceExhaustedError("file has " + std::to_string(meta.row_groups.size()) +
+                                  " row groups, above ParquetReadOptions::max_row_groups");
+  }
+  return CheckSchemaAndRowGroups(impl, columns, num_rows);
 }
 
 }  // namespace
@@ -482,7 +497,7 @@ Result<std::unique_ptr<ParquetFile>> ParquetFile::Open(const std::string& path,
     out->resize(size);
     return self->ReadAt(off, size, out->data());
   };
-  Status s = OpenImpl(file.get(), file->impl_.get(), file->file_size_, read_at, &file->columns_,
+  Status s = OpenImpl(file->impl_.get(), file->file_size_, read_at, &file->columns_,
                       &file->num_rows_);
   if (!s.ok()) return Status(s.code(), path + ": " + s.message());
   return file;
@@ -501,7 +516,7 @@ Result<std::unique_ptr<ParquetFile>> ParquetFile::OpenBuffer(std::string name,
     out->assign(buf.begin() + off, buf.begin() + off + size);
     return OkStatus();
   };
-  Status s = OpenImpl(file.get(), file->impl_.get(), file->file_size_, read_at, &file->columns_,
+  Status s = OpenImpl(file->impl_.get(), file->file_size_, read_at, &file->columns_,
                       &file->num_rows_);
   if (!s.ok()) return Status(s.code(), file->path_ + ": " + s.message());
   return file;
