@@ -689,6 +689,16 @@ struct DataPageParts {
   std::span<const uint8_t> rep_in, def_in, values;
 };
 
+// A data page's value count, against what the column chunk has left.
+Status CheckLevelCount(int64_t n_levels, int64_t remaining_levels) {
+  if (n_levels < 0) return DataLossError("data page has a negative value count");
+  if (n_levels > remaining_levels) {
+    return DataLossError("data page holds " + std::to_string(n_levels) + " values but only " +
+                         std::to_string(remaining_levels) + " remain in the column chunk");
+  }
+  return OkStatus();
+}
+
 Result<DataPageParts> SplitDataPageV1(const ChunkContext& c, const ColumnMetaData& meta, const PageHeader& ph,
                                       std::span<const uint8_t> raw, int64_t remaining_levels) {
   const ColumnSchema& col = *c.col;
@@ -698,12 +708,7 @@ Result<DataPageParts> SplitDataPageV1(const ChunkContext& c, const ColumnMetaDat
   const internal::DataPageHeader& h = *ph.data_page_header;
   p.n_levels = h.num_values;
   p.encoding = h.encoding;
-  if (p.n_levels < 0) return DataLossError("data page has a negative value count");
-  if (p.n_levels > remaining_levels) {
-    return DataLossError("data page holds " + std::to_string(p.n_levels) +
-                         " values but only " + std::to_string(remaining_levels) +
-                         " remain in the column chunk");
-  }
+  RECTRAIN_RETURN_IF_ERROR(CheckLevelCount(p.n_levels, remaining_levels));
   RECTRAIN_RETURN_IF_ERROR(Decompress(c, meta.codec, raw, ph.uncompressed_page_size, &s.page));
   std::span<const uint8_t> page(s.page.data(), s.page.size());
   auto take_levels = [&](int32_t enc, const char* what,
@@ -742,12 +747,7 @@ Result<DataPageParts> SplitDataPageV2(const ChunkContext& c, const ColumnMetaDat
   const internal::DataPageHeaderV2& h = *ph.data_page_header_v2;
   p.n_levels = h.num_values;
   p.encoding = h.encoding;
-  if (p.n_levels < 0) return DataLossError("data page has a negative value count");
-  if (p.n_levels > remaining_levels) {
-    return DataLossError("data page holds " + std::to_string(p.n_levels) +
-                         " values but only " + std::to_string(remaining_levels) +
-                         " remain in the column chunk");
-  }
+  RECTRAIN_RETURN_IF_ERROR(CheckLevelCount(p.n_levels, remaining_levels));
   int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
   if (rl < 0 || dl < 0 || rl + dl > static_cast<int64_t>(raw.size()) ||
       rl + dl > ph.uncompressed_page_size) {
