@@ -10,7 +10,13 @@
 //   - the publish directory replaced by a file mid-run: training goes on, the failures are
 //     counted (train.log, /metrics), and publishing succeeds again once the directory is back;
 //   - a deterministic run publishing after nearly every step trains the same model as one that
-//     does not publish.
+//     does not publish;
+//   - publishing while incremental checkpoints are written after every step: every published
+//     version scores as `rectrain export` of the checkpoint of its step (the snapshot is
+//     consistent although training goes on while it is written; the publish cursor and the
+//     checkpoint cursor do not take from each other);
+//   - a publish target that hangs ($RECTRAIN_TEST_PUBLISH_HOLD) does not hold training up: every
+//     step is trained while the first publish waits; the run ends once the target answers.
 // Every wait polls with a deadline; nothing sleeps a fixed time to synchronise.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -155,10 +161,11 @@ class OnlinePublishTest : public ::testing::Test {
   }
   // `rectrain export RUN` (its final model as a full export), scored by `rectrain predict`.
   std::vector<float> ExportedPredictions(const std::string& run, int rows) {
-    const int rc = WaitFor(Spawn({RECTRAIN_BINARY, "export", run, "--out", dir_ + "/exported"}, dir_ + "/export.log"),
+    const std::string out = dir_ + "/exported" + std::to_string(exports_++);
+    const int rc = WaitFor(Spawn({RECTRAIN_BINARY, "export", run, "--out", out}, dir_ + "/export.log"),
                            std::chrono::seconds(60));
     EXPECT_EQ(rc, 0) << ReadAll(dir_ + "/export.log");
-    return rc == 0 ? Predicted(dir_ + "/exported", rows) : std::vector<float>{};
+    return rc == 0 ? Predicted(out, rows) : std::vector<float>{};
   }
   // A /v1/predict body with the first `rows` rows of the data.
   void WriteRequest(const std::string& path, int rows) {
@@ -186,6 +193,7 @@ class OnlinePublishTest : public ::testing::Test {
   }
 
   std::string dir_, data_;
+  int exports_ = 0;
   std::unique_ptr<stream::testing::RedisServer> redis_;
   std::vector<pid_t> spawned_;
 };
@@ -251,12 +259,13 @@ TEST_F(OnlinePublishTest, HundredDeltasAppliedUnderLoadWithoutAFailedRequest) {
   fs::create_directories(models);
   const int serve_port = testing::FreePort();
   Spawn({RECTRAIN_BINARY, "serve", models, "--port", std::to_string(serve_port), "--poll-ms", "20"}, dir_ + "/serve.log");
-  // Batches of 32 rows arriving at 800 rows/s: a step every 40 ms, 185 in all (of the 6,000 rows), each followed by a
-  // publish once 1 ms has passed since the last one. A trainer behind the stream (a loaded
-  // machine) runs buffered steps faster than that and publishes after fewer of them, so the
-  // stream is long enough for 100 deltas even then.
+  // Batches of 32 rows arriving at 400 rows/s: a step every 80 ms, 185 in all (of the 6,000 rows),
+  // each followed by a publish once 1 ms has passed since the last one and the previous publish
+  // is written (one in flight; docs/online.md). A trainer behind the stream (a loaded machine)
+  // runs buffered steps faster than that and publishes after fewer of them, so the stream is long
+  // enough for 100 deltas even then.
   constexpr int kBatch = 32, kSteps = 185;
-  const pid_t producer = Produce("800");
+  const pid_t producer = Produce("400");
   const std::string cfg = Config("load", "load", "  publish: {to: " + models + ", every_s: 0.001, full_every: 0}\n", -1,
                                  kBatch, kBatch * kSteps);
   const pid_t trainer = Train(cfg, run);
@@ -344,8 +353,11 @@ TEST_F(OnlinePublishTest, FailedPublishesAreCountedAndRetriedWhileTrainingGoesOn
 TEST_F(OnlinePublishTest, PublishingDoesNotChangeTheTrainedModel) {
   ASSERT_EQ(WaitFor(Produce("0"), std::chrono::seconds(60)), 0) << ReadAll(dir_ + "/produce.log");
   const std::string plain = dir_ + "/plain", published = dir_ + "/published";
-  ASSERT_EQ(WaitFor(Train(Config("plain", "plain", ""), plain), std::chrono::seconds(120)), 0) << ReadAll(plain + ".log");
-  const std::string cfg = Config("published", "published", "  publish: {to: " + dir_ + "/models, every_s: 0.001}\n");
+  // Batches of 32: ~190 steps, so that publishes (one in flight at a time, the others skipped)
+  // come between many of them even when a publish takes several steps' time.
+  ASSERT_EQ(WaitFor(Train(Config("plain", "plain", "", -1, 32), plain), std::chrono::seconds(120)), 0)
+      << ReadAll(plain + ".log");
+  const std::string cfg = Config("published", "published", "  publish: {to: " + dir_ + "/models, every_s: 0.001}\n", -1, 32);
   ASSERT_EQ(WaitFor(Train(cfg, published), std::chrono::seconds(120)), 0) << ReadAll(published + ".log");
   EXPECT_GE(NewestVersion(dir_ + "/models"), 5) << "publishing after (nearly) every step";
   EXPECT_EQ(ReadAll(plain + "/model/dense.bin"), ReadAll(published + "/model/dense.bin"));
@@ -357,6 +369,72 @@ TEST_F(OnlinePublishTest, PublishingDoesNotChangeTheTrainedModel) {
     ++tables;
   }
   EXPECT_GT(tables, 0);
+}
+
+// A run directory whose final model is the checkpoint of `step` of `run` (the checkpoints linked
+// beside it, for a delta's chain), for `rectrain export`.
+std::string RunAtStep(const std::string& run, int64_t step, const std::string& out) {
+  fs::create_directories(out);
+  fs::copy_file(run + "/config.yaml", out + "/config.yaml");
+  for (const auto& e : fs::directory_iterator(run + "/checkpoints")) {
+    fs::create_directory_symlink(e.path(), out + "/" + e.path().filename().string());
+  }
+  fs::create_directory_symlink(run + "/checkpoints/step-" + std::to_string(step), out + "/model");
+  return out;
+}
+
+TEST_F(OnlinePublishTest, PublishedVersionsScoreAsTheCheckpointsOfTheirSteps) {
+  ASSERT_EQ(WaitFor(Produce("0"), std::chrono::seconds(60)), 0) << ReadAll(dir_ + "/produce.log");
+  const std::string models = dir_ + "/models", run = dir_ + "/run";
+  const std::string cfg = Config("ckpt", "ckpt",
+                                 "  checkpoint_every_steps: 1\n  checkpoint_full_every: 3\n  keep_checkpoints: 1000\n"
+                                 "  publish: {to: " + models + ", every_s: 0.001, full_every: 4}\n");
+  ASSERT_EQ(WaitFor(Train(cfg, run), std::chrono::seconds(120)), 0) << ReadAll(run + ".log");
+  const int64_t last = NewestVersion(models);
+  ASSERT_GE(last, 6) << ReadAll(run + ".log");
+  // The first (a full export), deltas on it, a version after a later full export, the last.
+  int compared = 0;
+  for (const int64_t v : {int64_t{1}, int64_t{2}, int64_t{3}, last - 1, last}) {
+    const nlohmann::json m = nlohmann::json::parse(ReadAll(models + "/" + std::to_string(v) + "/manifest.json"));
+    const int64_t step = m["trained_steps"].get<int64_t>();
+    ASSERT_TRUE(fs::exists(run + "/checkpoints/step-" + std::to_string(step))) << "version " << v << " step " << step;
+    const std::string at = RunAtStep(run, step, dir_ + "/at-" + std::to_string(v));
+    const std::vector<float> want = ExportedPredictions(at, 200);
+    ASSERT_EQ(want.size(), 200u) << "version " << v;
+    EXPECT_EQ(Predicted(models + "/" + std::to_string(v), 200), want) << "version " << v << " (step " << step << ")";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 5);
+}
+
+TEST_F(OnlinePublishTest, AHungPublishTargetDoesNotHoldTrainingUp) {
+  ASSERT_EQ(WaitFor(Produce("0"), std::chrono::seconds(60)), 0) << ReadAll(dir_ + "/produce.log");
+  const std::string models = dir_ + "/models", run = dir_ + "/run", hold = dir_ + "/hold";
+  testing::WriteAll(hold, "held\n");
+  setenv("RECTRAIN_TEST_PUBLISH_HOLD", hold.c_str(), 1);
+  const int metrics_port = testing::FreePort();
+  const pid_t trainer =
+      Train(Config("hold", "hold", "  publish: {to: " + models + ", every_s: 0.01}\n", metrics_port), run);
+  unsetenv("RECTRAIN_TEST_PUBLISH_HOLD");
+  // Every step is trained while the first publish is held.
+  ASSERT_TRUE(PollUntil([&] { return ReadAll(run + "/train.log").find("reached train.max_rows") != std::string::npos; },
+                        std::chrono::seconds(90)))
+      << ReadAll(run + ".log");
+  EXPECT_EQ(NewestVersion(models), 0);
+  EXPECT_EQ(Sample(testing::HttpGet(metrics_port, "/metrics"), "rectrain_publishes_total"), 0.0);
+  EXPECT_EQ(WaitFor(trainer, std::chrono::milliseconds(0)), -1) << "the run ended before its final publish";
+  fs::remove(hold);
+  ASSERT_EQ(WaitFor(trainer, std::chrono::seconds(60)), 0) << ReadAll(run + ".log");
+  // The held publish (a full export) and the final one (a delta with every step since).
+  EXPECT_EQ(NewestVersion(models), 2);
+  const nlohmann::json summary = nlohmann::json::parse(ReadAll(run + "/summary.json"));
+  EXPECT_EQ(summary["publish"]["publishes"], 2) << summary.dump();
+  EXPECT_EQ(summary["publish"]["version"], 2) << summary.dump();
+  const std::vector<float> want = ExportedPredictions(run, 200);
+  ASSERT_EQ(want.size(), 200u);
+  EXPECT_EQ(Predicted(models + "/2", 200), want);
+  const std::string log = ReadAll(run + ".log");
+  EXPECT_NE(log.find("every 0.01 s"), std::string::npos) << log;
 }
 
 }  // namespace

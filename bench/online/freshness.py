@@ -25,9 +25,13 @@ way (every millisecond of (E_{v-1}, E_v] one sample). The server's own figure
 (rectrain_serve_apply_freshness_seconds: A_v − E_v per version, the freshest event of each
 version) is printed beside it.
 
-Also per delta: changed rows / rows and its bytes / the bytes of a full export of that moment
-(the newest full version's files), the figure of "a delta for an interval in which <= 2% of the
-rows changed is <= 5% of a full export's bytes".
+Also per delta: changed rows / rows and its bytes / the bytes of the newest full version before
+it, the figure of "a delta for an interval in which <= 2% of the rows changed is <= 5% of a full
+export's bytes". With --warm-rows N, N rows of another generated file are put into the stream at
+once before the paced ones: the trainer grows its tables on them (criteo-shape: ~2.6 table rows
+per input row) and then trains the paced rows, so the later intervals change a small share of a
+large table. The final publish is then compared exactly with `rectrain export` of the run's final
+model (the same state), besides the deltas' ratios to that export.
 
 Only the Python standard library; the binaries come from build/release.
 """
@@ -122,6 +126,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--work", default="")
     ap.add_argument("--set", action="append", default=[], help="extra --set for both runs")
+    ap.add_argument("--warm-rows", type=int, default=0, help="rows put into the stream unpaced before the paced ones")
+    ap.add_argument("--file-rate", type=float, default=0, help="skip the file run: its samples/s (from an earlier one)")
     a = ap.parse_args()
     binary = os.path.join(a.build, "rectrain")
     work = a.work or tempfile.mkdtemp(prefix="rectrain_freshness_bench_")
@@ -132,7 +138,7 @@ def main():
     if not os.path.exists(data):
         subprocess.run([binary, "data", "gen", "--rows", str(a.rows), "--out", data, "--seed", "1"], check=True,
                        stdout=subprocess.DEVNULL)
-    rate_file = file_rate(binary, a.spec, data, work, a.set)
+    rate_file = a.file_rate or file_rate(binary, a.spec, data, work, a.set)
     rate = int(rate_file * a.share)
     max_rows = int(rate * a.seconds)
     log(f"file rate {rate_file:,.0f} samples/s; stream rate {rate:,} rows/s ({a.share:.0%}) for {a.seconds:.0f} s "
@@ -153,6 +159,13 @@ def main():
         while time.time() < deadline and subprocess.run(["redis-cli", "-p", str(redis_port), "ping"],
                                                         capture_output=True).returncode != 0:
             time.sleep(0.05)
+        if a.warm_rows > 0:
+            warm = os.path.join(work, f"warm_{a.warm_rows}.tsv")
+            if not os.path.exists(warm):
+                subprocess.run([binary, "data", "gen", "--rows", str(a.warm_rows), "--out", warm, "--seed", "2"],
+                               check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([binary, "data", "produce", warm, "--to", url, "--rate", "0", "--quiet"], check=True)
+            max_rows += a.warm_rows
         produce = subprocess.Popen([binary, "data", "produce", data, "--to", url, "--rate", str(rate), "--quiet",
                                     "--max-messages", str(max_rows), "--repeat", "100"])
         procs.append(produce)
@@ -223,6 +236,23 @@ def main():
         rows = sum(t["rows"] for t in m["tables"])
         share = changed / rows if rows else 0
         log(f"{v:7d}  delta  {share:7.2%} ({changed:,})  {b:>10,d}   {b / full_bytes:7.2%}" if full_bytes else "")
+    if a.warm_rows > 0:
+        # The final version is the run's final model: compare with its full export, exactly.
+        exported = os.path.join(work, "final_export")
+        shutil.rmtree(exported, ignore_errors=True)
+        subprocess.run([binary, "export", run, "--out", exported], check=True, stdout=subprocess.DEVNULL)
+        eb = dir_bytes(exported)
+        log(f"full export of the final model: {eb:,d} bytes ({dir_bytes(os.path.join(exported, 'dense.bin')):,d} of them "
+            f"dense.bin)")
+        log("version  changed/rows         bytes   bytes / that export")
+        for v in sorted(manifests)[-6:]:
+            m = manifests[v]
+            if m.get("format") == "rectrain-serving-model":
+                continue
+            changed = sum(t["changed_rows"] for t in m["tables"])
+            rows = sum(t["rows"] for t in m["tables"])
+            b = dir_bytes(os.path.join(models, str(v)))
+            log(f"{v:7d}  {changed / rows:7.3%} ({changed:,} of {rows:,})  {b:>10,d}  {b:,d} / {eb:,d} = {b / eb:.3%}")
     return 0
 
 

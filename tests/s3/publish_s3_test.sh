@@ -109,11 +109,13 @@ kill $SERVE2_PID; wait $SERVE2_PID 2>/dev/null || true; SERVE2_PID=
 echo "ok: versions 2..4 are deltas in the bucket; served from it (applied in order, or as a chain) they score as the export"
 
 echo "== 3. a run publishing to the bucket"
+# Batches of 64 (~310 steps): a publish due while one is uploaded is skipped (docs/online.md), so
+# the run lasts long enough for several uploads.
 cat > pub.yaml <<'CFG'
 threads: 2
 seed: 3
 deterministic: true
-data: {train: tr.tsv, format: criteo, batch_size: 256}
+data: {train: tr.tsv, format: criteo, batch_size: 64}
 model: {type: deepfm, embedding_dim: 8, hidden: [32]}
 train: {epochs: 1, publish: {to: 's3://data/trained', every_s: 0.02, full_every: 2}}
 tracking: {enabled: false}

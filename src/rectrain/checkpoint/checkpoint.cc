@@ -173,7 +173,7 @@ Status WriteCheckpoint(const std::string& dir, const CheckpointMeta& meta,
     }
   }
   RECTRAIN_RETURN_IF_ERROR(dist::AgreeOk(*comm, published));  // a failed rename keeps the complete .tmp directory
-  for (embedding::EmbeddingTable* t : tables) t->MarkSaved();
+  for (embedding::EmbeddingTable* t : tables) t->MarkSaved(embedding::ChangeLog::kCheckpoint);
   return OkStatus();
 }
 

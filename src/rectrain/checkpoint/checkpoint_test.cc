@@ -166,7 +166,7 @@ class DeltaCheckpointTest : public CheckpointTest {
   }
   // step-10 full, step-20 and step-30 deltas on it; the table as of step-30 saved to `full`.
   void WriteChain(const std::string& full) {
-    table_->TrackChanges(true);
+    table_->TrackChanges(embedding::ChangeLog::kCheckpoint, true);
     Train(*table_, 6);
     ASSERT_TRUE(Write(*table_, 10).ok());
     Train(*table_, 3);

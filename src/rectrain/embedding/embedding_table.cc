@@ -3,6 +3,7 @@
 #include "rectrain/embedding/embedding_table.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstring>
@@ -96,10 +97,13 @@ struct Shard {
   FlatMap<PendingId> pending;  // not-yet-admitted id -> sightings
   RowSlab slab;
   std::vector<uint64_t> removed;  // ids whose rows were removed, while TrackRemovedIds(true)
-  // While TrackChanges(true), since the last checkpoint: ids whose rows changed (first touch
-  // only; an id re-admitted after a removal twice) and ids whose rows were removed.
-  std::vector<uint64_t> changed;
-  std::vector<uint64_t> dropped;
+  // Per change log (ChangeLog) while it is tracked, since its mark: ids whose rows changed
+  // (first touch only; an id re-admitted after a removal twice) and ids whose rows were removed.
+  struct ChangeRecord {
+    std::vector<uint64_t> changed;
+    std::vector<uint64_t> dropped;
+  };
+  std::array<ChangeRecord, kChangeLogs> logs;
 
   // Per-call state (reset at the start of each call that uses it).
   std::vector<float> oov_grad;
@@ -292,21 +296,24 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     return ids;
   }
 
-  void TrackChanges(bool on) override {
-    track_changes_ = on;
+  void TrackChanges(ChangeLog log, bool on) override {
+    const int l = static_cast<int>(log);
+    tracked_ = on ? (tracked_ | (1u << l)) : (tracked_ & ~(1u << l));
     for (auto& sh : shards_) {
-      std::vector<uint64_t>().swap(sh->changed);
-      std::vector<uint64_t>().swap(sh->dropped);
+      std::vector<uint64_t>().swap(sh->logs[l].changed);
+      std::vector<uint64_t>().swap(sh->logs[l].dropped);
     }
-    mark_ = tick_;
+    marks_[l] = tick_;
   }
-  void MarkSaved() override {
+  void MarkSaved(ChangeLog log) override {
+    const int l = static_cast<int>(log);
     for (auto& sh : shards_) {
-      sh->changed.clear();
-      sh->dropped.clear();
+      sh->logs[l].changed.clear();
+      sh->logs[l].dropped.clear();
     }
-    mark_ = tick_;
+    marks_[l] = tick_;
   }
+  Status ForEachChangedRow(ChangeLog log, const RowVisitor& fn, std::vector<uint64_t>* removed) const override;
   Status SaveChanges(const std::string& path) const override;
   Status LoadChanges(const std::string& path, const LoadOptions& options) override;
 
@@ -394,7 +401,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
       rows_scratch_[j] = row;
     }
     sh.untick_begin = sh.untick_end = 0;
-    const bool track = train && track_changes_;
+    const bool track = train && tracked_ != 0;
     // Phase 2: copy rows out (rows prefetched ahead) and mark them used.
     for (int64_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance / 2 < end && rows_scratch_[j + kPrefetchDistance / 2]) {
@@ -433,7 +440,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     }
     const size_t dim = static_cast<size_t>(dim_);
     const size_t width = static_cast<size_t>(width_);
-    const bool track = track_changes_;
+    const bool track = tracked_ != 0;
     for (int64_t j = begin; j < end; ++j) {
       if (j + kPrefetchDistance / 2 < end) {
         const int64_t ahead = j + kPrefetchDistance / 2;
@@ -458,11 +465,22 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     }
   }
 
-  // Records a row as changed the first time it is touched after the mark: a row untouched
-  // since then still carries a tick <= mark_ (pulls stamp rows with the clock, which a kTrain
-  // Pull advances before stamping). At the clock's limit every touch records (SaveChanges dedupes).
+  // Records a row as changed in each tracked log the first time it is touched after that log's
+  // mark: a row untouched since then still carries a tick <= the mark (pulls stamp rows with the
+  // clock, which a kTrain Pull advances before stamping). The row's tick is thus the change
+  // sequence every log shares; each log only keeps its own mark. At the clock's limit every
+  // touch records (CollectChanges dedupes).
   void NoteChange(Shard& sh, const float* row) const {
-    if (RowTick(row) <= mark_) sh.changed.push_back(RowId(row));
+    const uint32_t tick = RowTick(row);
+    for (int l = 0; l < kChangeLogs; ++l) {
+      if ((tracked_ >> l & 1u) != 0 && tick <= marks_[l]) sh.logs[l].changed.push_back(RowId(row));
+    }
+  }
+  // A row admitted or removed: recorded in every tracked log whatever its mark.
+  void NoteAll(Shard& sh, uint64_t id, std::vector<uint64_t> Shard::ChangeRecord::*list) const {
+    for (int l = 0; l < kChangeLogs; ++l) {
+      if ((tracked_ >> l & 1u) != 0) (sh.logs[l].*list).push_back(id);
+    }
   }
 
   // kTrain miss: counts a sighting; returns the new row once the id reaches min_count, or
@@ -487,7 +505,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     optimizer_->InitState({row + kMetaFloats, size_t(dim_)},
                           {row + kMetaFloats + dim_, size_t(width_)});
     ++sh.admissions;
-    if (track_changes_) sh.changed.push_back(id);
+    if (tracked_ != 0) NoteAll(sh, id, &Shard::ChangeRecord::changed);
     return row;
   }
 
@@ -556,7 +574,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   void EvictBatch(Shard& sh) {
     for (int64_t j = sh.untick_begin; j < sh.untick_end; ++j) {
       if (rows_scratch_[j] == nullptr) continue;
-      if (track_changes_) NoteChange(sh, rows_scratch_[j]);
+      if (tracked_ != 0) NoteChange(sh, rows_scratch_[j]);
       SetRowTick(rows_scratch_[j], tick_);
     }
     sh.untick_begin = sh.untick_end;
@@ -601,7 +619,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
     SetRowTick(row, kFreeTick);
     sh.slab.Free(row);
     if (track_removed_) sh.removed.push_back(id);
-    if (track_changes_) sh.dropped.push_back(id);
+    if (tracked_ != 0) NoteAll(sh, id, &Shard::ChangeRecord::dropped);
   }
 
   // A delta's removed id: drops its row, if this table holds one.
@@ -685,7 +703,7 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   void WriteHeader(CheckpointWriter& w, const CheckpointHeader& h) const;
   void WriteRow(CheckpointWriter& w, const float* row) const;
   void WritePendingAndEnd(CheckpointWriter& w, uint64_t pending_count) const;
-  void CollectChanges(std::vector<const float*>* rows, std::vector<uint64_t>* removed) const;
+  void CollectChanges(ChangeLog log, std::vector<const float*>* rows, std::vector<uint64_t>* removed) const;
 
   const EmbeddingTableConfig config_;
   const std::unique_ptr<optim::SparseOptimizer> optimizer_;
@@ -706,8 +724,8 @@ class ShardedEmbeddingTable final : public EmbeddingTable {
   uint32_t ttl_ = 0;   // config_.ttl_steps (0: no expiry)
   uint32_t sweep_every_ = 1;
   bool track_removed_ = false;
-  bool track_changes_ = false;
-  uint32_t mark_ = 0;  // the clock at the last checkpoint (TrackChanges)
+  uint32_t tracked_ = 0;  // bit l: change log l is tracked (TrackChanges)
+  std::array<uint32_t, kChangeLogs> marks_{};  // per change log: the clock at its last mark
 
   // Per-call scratch, reused across calls (never shrunk).
   std::vector<uint64_t> tmp_hash_;
@@ -811,18 +829,20 @@ Status ShardedEmbeddingTable::Save(const std::string& path) const {
   return OkStatus();
 }
 
-// The rows changed since the mark and the ids removed since then that have no row now, each
-// by ascending id.
-void ShardedEmbeddingTable::CollectChanges(std::vector<const float*>* rows, std::vector<uint64_t>* removed) const {
+// The rows changed since the log's mark and the ids removed since then that have no row now,
+// each by ascending id.
+void ShardedEmbeddingTable::CollectChanges(ChangeLog log, std::vector<const float*>* rows,
+                                           std::vector<uint64_t>* removed) const {
   std::vector<uint64_t> ids;
   for (const auto& sh : shards_) {
-    ids = sh->changed;
+    const Shard::ChangeRecord& r = sh->logs[static_cast<int>(log)];
+    ids = r.changed;
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     for (uint64_t id : ids) {
       if (const float* row = sh->index.Find(id, Mix64(id))) rows->push_back(row);
     }
-    for (uint64_t id : sh->dropped) {
+    for (uint64_t id : r.dropped) {
       if (sh->index.Find(id, Mix64(id)) == nullptr) removed->push_back(id);
     }
   }
@@ -831,21 +851,35 @@ void ShardedEmbeddingTable::CollectChanges(std::vector<const float*>* rows, std:
   removed->erase(std::unique(removed->begin(), removed->end()), removed->end());
 }
 
-Status ShardedEmbeddingTable::SaveChanges(const std::string& path) const {
-  if (!track_changes_) {
+Status ShardedEmbeddingTable::ForEachChangedRow(ChangeLog log, const RowVisitor& fn,
+                                                std::vector<uint64_t>* removed) const {
+  if ((tracked_ >> static_cast<int>(log) & 1u) == 0) {
     return FailedPreconditionError("embedding table '" + config_.name +
-                                   "': SaveChanges without TrackChanges(true) (no record of the changed rows)");
+                                   "': ForEachChangedRow without TrackChanges(log, true) (no record of the changed rows)");
+  }
+  std::vector<const float*> changed;
+  CollectChanges(log, &changed, removed);
+  for (const float* row : changed) {
+    fn(RowId(row), RowUpdates(row), std::span<const float>(row + kMetaFloats, static_cast<size_t>(dim_)));
+  }
+  return OkStatus();
+}
+
+Status ShardedEmbeddingTable::SaveChanges(const std::string& path) const {
+  if ((tracked_ >> static_cast<int>(ChangeLog::kCheckpoint) & 1u) == 0) {
+    return FailedPreconditionError("embedding table '" + config_.name +
+                                   "': SaveChanges without TrackChanges(kCheckpoint, true) (no record of the changed rows)");
   }
   std::vector<const float*> changed;
   std::vector<uint64_t> removed;
-  CollectChanges(&changed, &removed);
+  CollectChanges(ChangeLog::kCheckpoint, &changed, &removed);
   RECTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> w, CheckpointWriter::Open(path));
   CheckpointHeader h;
   h.delta = true;
   h.optimizer = optimizer_->name();
   h.row_count = changed.size();
   h.removed_count = removed.size();
-  h.base_tick = mark_;
+  h.base_tick = marks_[static_cast<int>(ChangeLog::kCheckpoint)];
   for (const auto& sh : shards_) h.pending_count += sh->pending.size();
   WriteHeader(*w, h);
   BlockWriter gone(*w, h.removed_count);
@@ -1026,10 +1060,12 @@ void ShardedEmbeddingTable::ApplyTableState(const CheckpointHeader& h, const Loa
 void ShardedEmbeddingTable::FinishLoad(const CheckpointHeader& h, const LoadOptions& options) {
   for (auto& sh : shards_) {
     ClearShardCounters(*sh);
-    sh->changed.clear();
-    sh->dropped.clear();
+    for (Shard::ChangeRecord& r : sh->logs) {
+      r.changed.clear();
+      r.dropped.clear();
+    }
   }
-  mark_ = tick_;
+  marks_.fill(tick_);
   if (!options.merge) {
     admissions_.store(0);
     evictions_.store(0);

@@ -84,6 +84,10 @@ enum class PullMode : uint8_t {
   kEval,   // read-only: unknown or non-admitted ids read the OOV row
 };
 
+// The consumers of a table's change record (EmbeddingTable::TrackChanges), each with its own mark.
+enum class ChangeLog : uint8_t { kCheckpoint, kPublish };
+inline constexpr int kChangeLogs = 2;
+
 struct TableStats {
   int64_t rows = 0;             // admitted rows resident (OOV row excluded)
   int64_t bytes = 0;            // memory accounted to this table (rows + index + counters)
@@ -173,23 +177,35 @@ class EmbeddingTable : public TableReader {
   virtual void TrackRemovedIds(bool on) = 0;
   virtual std::vector<uint64_t> TakeRemovedIds() = 0;
 
-  // Incremental checkpoints (format: docs/formats/checkpoint-embedding-delta.md). While
-  // TrackChanges(true) the table records which rows changed (pulled in kTrain, pushed or
+  // Change logs: which rows changed since a consumer's mark. Incremental checkpoints
+  // (kCheckpoint; format: docs/formats/checkpoint-embedding-delta.md) and serving deltas
+  // (kPublish; docs/online.md "Publishing to serving") each keep their own, with their own mark,
+  // so a checkpoint never clears what the next publish needs, nor the reverse. While
+  // TrackChanges(log, true) the table records which rows changed (pulled in kTrain, pushed or
   // admitted: their value, optimizer state or last-access tick moved) and which ids lost their
-  // row since the last MarkSaved() (or Load/LoadChanges): one compare per pulled row and 8 bytes
-  // per changed or removed id, none of it when off. SaveChanges writes those rows, the removed
-  // ids, the pending ids, the OOV row, the clock and the counters: loading a full checkpoint and
-  // then, in order, the deltas saved after it gives the table the same contents as loading a
-  // full checkpoint of the later state (every row, tick and counter). SaveChanges does not reset
-  // the record; the caller calls MarkSaved() once the checkpoint holding the file has landed, so
-  // a failed write is repeated with the same changes. Save() + MarkSaved() starts a new chain.
-  // SaveChanges errors: FailedPrecondition when not tracking; I/O errors as Save.
+  // row since MarkSaved(log) (or Load/LoadChanges, which restart every log): the row's
+  // last-access tick is the change sequence all logs share, so a log costs one compare per pulled
+  // row and 8 bytes per changed or removed id, and nothing when no log is tracked.
+  //
+  // SaveChanges (kCheckpoint) writes those rows, the removed ids, the pending ids, the OOV row,
+  // the clock and the counters: loading a full checkpoint and then, in order, the deltas saved
+  // after it gives the table the same contents as loading a full checkpoint of the later state
+  // (every row, tick and counter). ForEachChangedRow (any log) visits the changed rows that exist
+  // now, by ascending id (fn as ForEachRow's), and appends to *removed the ids removed since the
+  // mark that have no row now, ascending. Neither resets the record: the caller calls
+  // MarkSaved(log) once what it wrote is safe (a checkpoint that landed; a publish snapshot
+  // taken), so a failed write can be repeated with the same changes. Save() + MarkSaved(kCheckpoint)
+  // starts a new checkpoint chain.
+  // SaveChanges/ForEachChangedRow errors: FailedPrecondition when the log is not tracked;
+  // SaveChanges: I/O errors as Save. Not concurrently with Pull/Push/Load.
   // LoadChanges applies one delta file (or one rank's part of it: `options` as for Load; the
   // first part of a delta with merge false, the others with merge true) onto the contents of
   // the checkpoint it was saved after; the whole file is validated first (errors as Load).
-  virtual void TrackChanges(bool on) = 0;
+  virtual void TrackChanges(ChangeLog log, bool on) = 0;
+  virtual void MarkSaved(ChangeLog log) = 0;
   [[nodiscard]] virtual Status SaveChanges(const std::string& path) const = 0;
-  virtual void MarkSaved() = 0;
+  [[nodiscard]] virtual Status ForEachChangedRow(ChangeLog log, const RowVisitor& fn,
+                                                 std::vector<uint64_t>* removed) const = 0;
   [[nodiscard]] virtual Status LoadChanges(const std::string& path, const LoadOptions& options) = 0;
 
   // Writes every row (id, weights, optimizer state, counters) to `path` (format:

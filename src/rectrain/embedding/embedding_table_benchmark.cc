@@ -131,14 +131,14 @@ void BM_PullTracked(benchmark::State& state) {
       if (!t->Pull(ids, PullMode::kTrain, out, {}).ok()) std::abort();
     }
   }
-  t->TrackChanges(state.range(0) != 0);
+  t->TrackChanges(ChangeLog::kCheckpoint, state.range(0) != 0);
   const auto batches = RandomBatches(16);
   std::vector<float> out(kBatch * 16);
   size_t b = 0;
   for (auto _ : state) {
     if (!t->Pull(batches[b], PullMode::kTrain, out, {1}).ok()) std::abort();
     b = (b + 1) % batches.size();
-    if (b == 0) t->MarkSaved();
+    if (b == 0) t->MarkSaved(ChangeLog::kCheckpoint);
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
@@ -157,7 +157,7 @@ void BM_DeltaVsFull(benchmark::State& state) {
     std::iota(ids.begin(), ids.end(), static_cast<uint64_t>(b));
     if (!t->Pull(ids, PullMode::kTrain, out, {}).ok()) std::abort();
   }
-  t->TrackChanges(true);
+  t->TrackChanges(ChangeLog::kCheckpoint, true);
   const std::vector<std::vector<uint64_t>> batches = RandomBatches(2);  // disjoint random ids
   for (int64_t done = 0; done < touched; done += kBatch) {  // 10% of 1M rows: 2 batches
     std::vector<uint64_t> part = batches[static_cast<size_t>(done / kBatch)];

@@ -977,18 +977,18 @@ EmbeddingTableConfig DeltaConfig() {
 void CheckDeltaChain(const EmbeddingTableConfig& c) {
   const bool budget = c.memory_budget_bytes > 0;
   auto run = MustMake(c);
-  run->TrackChanges(true);
+  run->TrackChanges(ChangeLog::kCheckpoint, true);
   Rng rng(3);
   Train(*run, rng, 12, 0);
   const std::string base = TempPath("delta_base");
   ASSERT_TRUE(run->Save(base).ok());
-  run->MarkSaved();
+  run->MarkSaved(ChangeLog::kCheckpoint);
   std::vector<std::string> deltas;
   for (int k = 0; k < 4; ++k) {
     Train(*run, rng, 3 + k, 100 * (k + 1));
     deltas.push_back(TempPath("delta_" + std::to_string(k)));
     ASSERT_TRUE(run->SaveChanges(deltas.back()).ok());
-    run->MarkSaved();
+    run->MarkSaved(ChangeLog::kCheckpoint);
   }
   ASSERT_EQ(run->Stats().evictions > 0, budget);
   ASSERT_GT(run->Stats().expirations, 0);
@@ -1023,6 +1023,77 @@ TEST(EmbeddingDeltaTest, FullPlusDeltasEqualsFull) {
 }
 
 TEST(EmbeddingDeltaTest, FullPlusDeltasEqualsFullUnderEviction) { CheckDeltaChain(DeltaConfig()); }
+
+using RowMap = std::map<uint64_t, std::vector<float>>;
+
+RowMap AllRows(const EmbeddingTable& t) {
+  RowMap rows;
+  EXPECT_TRUE(t.ForEachRow([&](uint64_t id, uint32_t, std::span<const float> w) { rows[id].assign(w.begin(), w.end()); }).ok());
+  return rows;
+}
+
+// The publish log and the checkpoint log keep their own marks: checkpoints (SaveChanges +
+// MarkSaved(kCheckpoint)) between two publishes take nothing from the next publish, and
+// publishes between checkpoints take nothing from the next checkpoint. A consumer that applies
+// each ForEachChangedRow(kPublish) to its copy holds the table's rows exactly (admission,
+// eviction and expiry at work), and the checkpoint chain restores the table as before.
+TEST(EmbeddingDeltaTest, PublishAndCheckpointLogsAreIndependent) {
+  const EmbeddingTableConfig c = DeltaConfig();
+  auto run = MustMake(c);
+  std::vector<uint64_t> removed;
+  EXPECT_EQ(run->ForEachChangedRow(ChangeLog::kPublish, [](uint64_t, uint32_t, std::span<const float>) {}, &removed).code(),
+            StatusCode::kFailedPrecondition);
+  run->TrackChanges(ChangeLog::kCheckpoint, true);
+  run->TrackChanges(ChangeLog::kPublish, true);
+  Rng rng(5);
+  Train(*run, rng, 10, 0);
+  const std::string base = TempPath("logs_base");
+  ASSERT_TRUE(run->Save(base).ok());
+  run->MarkSaved(ChangeLog::kCheckpoint);
+  RowMap published = AllRows(*run);  // the consumer's first copy is complete
+  run->MarkSaved(ChangeLog::kPublish);
+  std::vector<std::string> deltas;
+  int64_t changed_total = 0, removed_total = 0;
+  for (int round = 0; round < 12; ++round) {
+    Train(*run, rng, 2, 100 * (round + 1));
+    if (round % 3 != 2) {  // checkpoints twice as often as publishes
+      deltas.push_back(TempPath("logs_delta_" + std::to_string(round)));
+      ASSERT_TRUE(run->SaveChanges(deltas.back()).ok());
+      run->MarkSaved(ChangeLog::kCheckpoint);
+    }
+    if (round % 4 == 3) {
+      removed.clear();
+      ASSERT_TRUE(run->ForEachChangedRow(
+                         ChangeLog::kPublish,
+                         [&](uint64_t id, uint32_t, std::span<const float> w) {
+                           published[id].assign(w.begin(), w.end());
+                           ++changed_total;
+                         },
+                         &removed)
+                      .ok());
+      for (uint64_t id : removed) published.erase(id);  // also ids admitted after the mark
+      removed_total += static_cast<int64_t>(removed.size());
+      run->MarkSaved(ChangeLog::kPublish);
+      EXPECT_TRUE(published == AllRows(*run)) << "after round " << round;
+    }
+  }
+  EXPECT_GT(changed_total, 0);
+  EXPECT_GT(removed_total, 0);
+  EXPECT_GT(run->Stats().evictions, 0);
+  deltas.push_back(TempPath("logs_delta_last"));  // the rounds since the last checkpoint
+  ASSERT_TRUE(run->SaveChanges(deltas.back()).ok());
+  const std::string full = TempPath("logs_full"), resaved = TempPath("logs_resaved");
+  ASSERT_TRUE(run->Save(full).ok());
+  auto chained = MustMake(c), whole = MustMake(c);
+  ASSERT_TRUE(chained->Load(base).ok());
+  for (const std::string& d : deltas) ASSERT_TRUE(chained->LoadChanges(d, {}).ok()) << d;
+  ASSERT_TRUE(whole->Load(full).ok());
+  ASSERT_TRUE(chained->Save(resaved).ok());
+  ASSERT_TRUE(whole->Save(full).ok());
+  EXPECT_TRUE(ReadCanonicalTable(resaved) == ReadCanonicalTable(full));
+  for (const std::string& p : deltas) std::remove(p.c_str());
+  for (const std::string& p : {base, full, resaved}) std::remove(p.c_str());
+}
 
 // A delta split over ranks: each rank's table saves its rows' changes; every part loads into any
 // owner count (each keeping its ids), as full parts do.
@@ -1060,7 +1131,7 @@ TEST(EmbeddingDeltaTest, PartsApplyIntoAnyOwnerCount) {
     base.push_back(TempPath("parts_base_" + std::to_string(r)));
     delta.push_back(TempPath("parts_delta_" + std::to_string(r)));
     ASSERT_TRUE(ranks[r]->Save(base[r]).ok());
-    ranks[r]->TrackChanges(true);
+    ranks[r]->TrackChanges(ChangeLog::kCheckpoint, true);
   }
   step(rng, 5, 8);
   for (int r = 0; r < 2; ++r) ASSERT_TRUE(ranks[r]->SaveChanges(delta[r]).ok());
@@ -1113,7 +1184,7 @@ TEST(EmbeddingDeltaTest, BytesProportionalToRowsTouched) {
     auto t = MustMake(c);
     PullVec(*t, all, PullMode::kTrain);
     ASSERT_TRUE(t->Save(full).ok());
-    t->TrackChanges(true);
+    t->TrackChanges(ChangeLog::kCheckpoint, true);
     const std::vector<uint64_t> some(all.begin(), all.begin() + touched);
     PullVec(*t, some, PullMode::kTrain);
     PushVec(*t, some, std::vector<float>(some.size() * c.dim, 0.5f), 1);
@@ -1148,7 +1219,7 @@ TEST(EmbeddingDeltaTest, CorruptDeltaIsDataLossAndLeavesTableUnchanged) {
   Train(*t, rng, 6, 0);
   const std::string base = TempPath("corrupt_delta_base"), d = TempPath("corrupt_delta");
   ASSERT_TRUE(t->Save(base).ok());
-  t->TrackChanges(true);
+  t->TrackChanges(ChangeLog::kCheckpoint, true);
   Train(*t, rng, 2, 6);
   ASSERT_TRUE(t->SaveChanges(d).ok());
   const std::string good = ReadBytes(d);
@@ -1200,7 +1271,7 @@ TEST(EmbeddingDeltaTest, GoldenDeltaFile) {
   for (int s = 0; s < 3; ++s) step(s);
   const std::string base = TempPath("golden_base"), d = TempPath("golden_delta");
   ASSERT_TRUE(t->Save(base).ok());
-  t->TrackChanges(true);
+  t->TrackChanges(ChangeLog::kCheckpoint, true);
   for (int s = 3; s < 8; ++s) step(s);
   ASSERT_TRUE(t->SaveChanges(d).ok());
   const std::string golden = std::string(RECTRAIN_GOLDEN_DIR) + "/embedding/delta_v1_adagrad_dim2.embd";

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include "rectrain/base/stopwatch.h"
 #include "rectrain/checkpoint/dense_file.h"
 #include "rectrain/io/file.h"
 #include "rectrain/io/fs/file_system.h"
+#include "rectrain/serve/snapshot.h"
 
 namespace rectrain::serve {
 namespace fs = std::filesystem;
@@ -127,43 +129,39 @@ Result<std::string> StageExportDir(const fs::path& out, bool remote, ExportRepor
   return tmp;
 }
 
+// Table `t` of the model being exported (storage owned by the callee, valid until the next call).
+using TableRowsFn = std::function<Result<const SnapshotTable*>(size_t t)>;
+
 // Writes the rows of `table` updated at least o.min_count times (and its OOV row) to
 // dir/tables/NAME.rows, in id order so the file is the same whatever the table's shard layout
 // was; its entry (without size and checksum) goes to report->manifest.
-Status WriteExportTable(const embedding::EmbeddingTable& table, const ExportOptions& o, const std::string& dir,
+Status WriteExportTable(const SnapshotTable& table, const ExportOptions& o, const std::string& dir,
                         ExportReport* report) {
-  const int dim = table.dim();
-  std::vector<uint64_t> ids;
-  std::vector<float> weights;
-  int64_t dropped = 0;
-  RECTRAIN_RETURN_IF_ERROR(table.ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
-    if (static_cast<int64_t>(updates) < o.min_count) {
-      ++dropped;
-      return;
-    }
-    ids.push_back(id);
-    weights.insert(weights.end(), w.begin(), w.end());
-  }));
-  std::vector<size_t> order(ids.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
-  std::vector<uint64_t> sorted_ids(ids.size());
-  std::vector<float> sorted_w(weights.size());
+  const size_t dim = static_cast<size_t>(table.dim);
+  std::vector<size_t> order;
+  order.reserve(table.ids.size());
+  for (size_t i = 0; i < table.ids.size(); ++i) {
+    if (static_cast<int64_t>(table.updates[i]) >= o.min_count) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return table.ids[a] < table.ids[b]; });
+  std::vector<uint64_t> sorted_ids(order.size());
+  std::vector<float> sorted_w(order.size() * dim);
   for (size_t i = 0; i < order.size(); ++i) {
-    sorted_ids[i] = ids[order[i]];
-    std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(order[i] * dim), dim, sorted_w.begin() + static_cast<std::ptrdiff_t>(i * dim));
+    sorted_ids[i] = table.ids[order[i]];
+    std::copy_n(table.rows.begin() + static_cast<std::ptrdiff_t>(order[i] * dim), dim,
+                sorted_w.begin() + static_cast<std::ptrdiff_t>(i * dim));
   }
   PackageTable pt;
-  pt.name = table.config().name;
-  pt.dim = dim;
+  pt.name = table.name;
+  pt.dim = table.dim;
   pt.type = o.row_type;
   pt.rows = static_cast<int64_t>(sorted_ids.size()) + 1;
-  pt.dropped = dropped;
+  pt.dropped = static_cast<int64_t>(table.ids.size() - order.size());
   pt.file.path = "tables/" + pt.name + ".rows";
-  RECTRAIN_RETURN_IF_ERROR(WriteTableFile(dir + "/" + pt.file.path, dim, o.row_type, sorted_ids, sorted_w, table.OovWeights()));
+  RECTRAIN_RETURN_IF_ERROR(WriteTableFile(dir + "/" + pt.file.path, table.dim, o.row_type, sorted_ids, sorted_w, table.oov));
   report->manifest.tables.push_back(std::move(pt));
   report->rows_kept += static_cast<int64_t>(sorted_ids.size());
-  report->rows_dropped += dropped;
+  report->rows_dropped += static_cast<int64_t>(table.ids.size() - order.size());
   return OkStatus();
 }
 
@@ -197,15 +195,16 @@ Status CommitStagedExport(const std::string& tmp, const fs::path& out, const Exp
   return OkStatus();
 }
 
-}  // namespace
-
-Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions& o) {
+// The package of a model's description, config, dense parameters and tables (from `table`).
+Result<ExportReport> WritePackage(const Manifest& description, const std::string& config_yaml,
+                                  std::span<const optim::ParamRef> params, size_t num_tables, const TableRowsFn& table,
+                                  const ExportOptions& o) {
   Stopwatch sw;
   RECTRAIN_RETURN_IF_ERROR(CheckExportOptions(o));
   const bool remote = io::IsRemotePath(o.out_dir);  // staged locally, then uploaded
   ExportReport report;
   Manifest& m = report.manifest;
-  m = source.description;
+  m = description;
   m.format_version = kPackageFormatVersion;
   m.version = o.version > 0 ? o.version : VersionFromName(o.out_dir);
   m.created = UtcNow();
@@ -214,10 +213,11 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
 
   const fs::path out = fs::path(o.out_dir).lexically_normal();
   RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, StageExportDir(out, remote, &report));
-  Status st = io::WriteFileAtomically(tmp + "/config.yaml", source.config_yaml);
-  if (st.ok()) st = checkpoint::WriteDenseFile(tmp + "/dense.bin", source.params, {});
-  for (const embedding::EmbeddingTable* table : source.tables) {
-    if (st.ok()) st = WriteExportTable(*table, o, tmp, &report);
+  Status st = io::WriteFileAtomically(tmp + "/config.yaml", config_yaml);
+  if (st.ok()) st = checkpoint::WriteDenseFile(tmp + "/dense.bin", params, {});
+  for (size_t t = 0; t < num_tables && st.ok(); ++t) {
+    Result<const SnapshotTable*> rows = table(t);
+    st = rows.ok() ? WriteExportTable(**rows, o, tmp, &report) : rows.status();
   }
   if (st.ok()) st = WriteExportManifest(tmp, &report);
   if (st.ok()) st = CommitStagedExport(tmp, out, o, remote);
@@ -228,6 +228,28 @@ Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions&
   }
   report.seconds = sw.Seconds();
   return report;
+}
+
+}  // namespace
+
+Result<ExportReport> ExportModel(const ModelSource& source, const ExportOptions& o) {
+  SnapshotTable rows;  // one table at a time: an export holds one table's copy, not the model's
+  const TableRowsFn table = [&](size_t t) -> Result<const SnapshotTable*> {
+    rows = SnapshotTable{};
+    RECTRAIN_RETURN_IF_ERROR(AppendTableSnapshot(*source.tables[t], /*complete=*/true, &rows));
+    return &rows;
+  };
+  return WritePackage(source.description, source.config_yaml, source.params, source.tables.size(), table, o);
+}
+
+Result<ExportReport> ExportSnapshot(const ModelSnapshot& snapshot, const ExportOptions& o) {
+  if (!snapshot.complete) {
+    return InvalidArgumentError("a full export needs a complete snapshot (this one holds only the rows changed since the previous one)");
+  }
+  RECTRAIN_RETURN_IF_ERROR(CheckSnapshot(snapshot));
+  const std::vector<optim::ParamRef> params = DenseParamRefs(snapshot);
+  const TableRowsFn table = [&](size_t t) -> Result<const SnapshotTable*> { return &snapshot.tables[t]; };
+  return WritePackage(snapshot.description, snapshot.config_yaml, params, snapshot.tables.size(), table, o);
 }
 
 }  // namespace rectrain::serve

@@ -18,6 +18,7 @@
 #include "rectrain/serve/delta.h"
 #include "rectrain/serve/model_mirror.h"
 #include "rectrain/serve/internal/manifest_json.h"
+#include "rectrain/serve/snapshot.h"
 
 namespace rectrain::serve {
 namespace fs = std::filesystem;
@@ -102,51 +103,58 @@ Result<std::unique_ptr<Predictor>> LoadModelDir(const std::string& dir, const Pr
 
 namespace {
 
-// The changes of one table: rows of `now` (at least min_count updates) whose encoding differs
-// from `served`'s or that it lacks, and the ids `served` has that `now` does not.
-Result<TableDelta> DiffTable(const embedding::EmbeddingTable& now, const ServedTable& served, int64_t min_count) {
+// The changes of one table between the model (`snap`) and `served`: the snapshot's rows (at
+// least min_count updates) whose encoding differs from served's or that served lacks, and the
+// ids served has that the model has not (complete: every one the snapshot lacks; incremental:
+// its removed ids, and its rows below min_count). Ids ascending, so that the file does not
+// depend on the table's shard layout (or a gathered snapshot's rank order).
+TableDelta DiffTable(const SnapshotTable& snap, bool complete, const ServedTable& served, int64_t min_count) {
   TableDelta d;
   d.dim = served.dim();
   d.type = served.type();
   const size_t rb = static_cast<size_t>(RowBytes(d.type, d.dim));
-  std::vector<uint64_t> ids;
-  std::vector<uint8_t> rows, enc(rb);
-  std::unordered_set<uint64_t> present;
-  present.reserve(static_cast<size_t>(served.rows()));
-  RECTRAIN_RETURN_IF_ERROR(now.ForEachRow([&](uint64_t id, uint32_t updates, std::span<const float> w) {
-    if (static_cast<int64_t>(updates) < min_count) return;
-    present.insert(id);
-    EncodeRow(d.type, w.data(), d.dim, enc.data());
-    const uint8_t* old = served.Find(id);
-    if (old != nullptr && std::memcmp(old, enc.data(), rb) == 0) return;
-    ids.push_back(id);
-    rows.insert(rows.end(), enc.begin(), enc.end());
-  }));
-  served.ForEachRow([&](uint64_t id, const uint8_t*) {
-    if (!present.contains(id)) d.removed.push_back(id);
-  });
-  std::sort(d.removed.begin(), d.removed.end());
-  // Ids ascending, so that the file does not depend on the table's shard layout.
-  std::vector<size_t> order(ids.size());
+  const size_t dim = static_cast<size_t>(snap.dim);
+  std::vector<size_t> order(snap.ids.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
-  d.ids.reserve(ids.size());
-  d.rows.reserve(rows.size());
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return snap.ids[a] < snap.ids[b]; });
+  std::vector<uint8_t> enc(rb);
+  std::unordered_set<uint64_t> present;
+  if (complete) present.reserve(order.size());
   for (size_t i : order) {
-    d.ids.push_back(ids[i]);
-    d.rows.insert(d.rows.end(), rows.begin() + static_cast<std::ptrdiff_t>(i * rb),
-                  rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * rb));
+    const uint64_t id = snap.ids[i];
+    const uint8_t* old = served.Find(id);
+    if (static_cast<int64_t>(snap.updates[i]) < min_count) {
+      if (!complete && old != nullptr) d.removed.push_back(id);
+      continue;
+    }
+    if (complete) present.insert(id);
+    EncodeRow(d.type, snap.rows.data() + i * dim, d.dim, enc.data());
+    if (old != nullptr && std::memcmp(old, enc.data(), rb) == 0) continue;
+    d.ids.push_back(id);
+    d.rows.insert(d.rows.end(), enc.begin(), enc.end());
   }
+  if (complete) {
+    served.ForEachRow([&](uint64_t id, const uint8_t*) {
+      if (!present.contains(id)) d.removed.push_back(id);
+    });
+  } else {
+    for (uint64_t id : snap.removed) {
+      if (served.Find(id) != nullptr) d.removed.push_back(id);
+    }
+  }
+  std::sort(d.removed.begin(), d.removed.end());
+  d.removed.erase(std::unique(d.removed.begin(), d.removed.end()), d.removed.end());
   d.oov.resize(rb);
-  EncodeRow(d.type, now.OovWeights().data(), d.dim, d.oov.data());
+  EncodeRow(d.type, snap.oov.data(), d.dim, d.oov.data());
   return d;
 }
 
 }  // namespace
 
-Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& base, int64_t base_version,
+Result<PublishReport> WriteDelta(const ModelSnapshot& source, const Predictor& base, int64_t base_version,
                                  const std::string& out_dir, int64_t version) {
   Stopwatch sw;
+  RECTRAIN_RETURN_IF_ERROR(CheckSnapshot(source));
   if (source.tables.size() != base.num_tables()) {
     return InvalidArgumentError("the model has " + std::to_string(source.tables.size()) + " tables, version " +
                                 std::to_string(base_version) + " " + std::to_string(base.num_tables()) +
@@ -164,20 +172,21 @@ Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& bas
   const fs::path out = fs::path(out_dir).lexically_normal();
   std::vector<std::string> removed_stale;
   RECTRAIN_ASSIGN_OR_RETURN(const std::string tmp, BeginExportDir(out, &removed_stale));
+  const std::vector<optim::ParamRef> params = DenseParamRefs(source);
   auto write = [&]() -> Status {
-    RECTRAIN_RETURN_IF_ERROR(checkpoint::WriteDenseFile(tmp + "/dense.bin", source.params, {}));
+    RECTRAIN_RETURN_IF_ERROR(checkpoint::WriteDenseFile(tmp + "/dense.bin", params, {}));
     RECTRAIN_ASSIGN_OR_RETURN(m.dense, DescribeFile(tmp, "dense.bin"));
     report.bytes += m.dense.bytes;
     for (size_t t = 0; t < source.tables.size(); ++t) {
       const ServedTable& served = base.table(t);
-      const std::string name = source.tables[t]->config().name;
-      if (name != served.config().name || source.tables[t]->dim() != served.dim()) {
+      const std::string& name = source.tables[t].name;
+      if (name != served.config().name || source.tables[t].dim != served.dim()) {
         return InvalidArgumentError("table " + std::to_string(t) + " is '" + name + "' (dim " +
-                                    std::to_string(source.tables[t]->dim()) + ") in the model but '" +
+                                    std::to_string(source.tables[t].dim) + ") in the model but '" +
                                     served.config().name + "' (dim " + std::to_string(served.dim()) + ") in version " +
                                     std::to_string(base_version) + " (publish a full export)");
       }
-      RECTRAIN_ASSIGN_OR_RETURN(const TableDelta d, DiffTable(*source.tables[t], served, base.manifest().min_count));
+      const TableDelta d = DiffTable(source.tables[t], source.complete, served, base.manifest().min_count);
       DeltaTableEntry e{.name = name, .dim = d.dim, .type = d.type};
       e.changed = static_cast<int64_t>(d.ids.size());
       e.removed = static_cast<int64_t>(d.removed.size());
@@ -285,7 +294,17 @@ void Publisher::PruneStaging(int64_t full) const {
   }
 }
 
+bool Publisher::WantsCompleteSnapshot() const {
+  return !view_ || options_.full_first || (options_.full_every > 0 && deltas_since_full_ >= options_.full_every) ||
+         view_version_ != newest_;
+}
+
 Result<PublishReport> Publisher::Publish(const ModelSource& source) {
+  RECTRAIN_ASSIGN_OR_RETURN(const ModelSnapshot snapshot, TakeSnapshot(source, /*complete=*/true));
+  return Publish(snapshot);
+}
+
+Result<PublishReport> Publisher::Publish(const ModelSnapshot& source) {
   Stopwatch sw;
   // Numbers only grow, also past versions that others put in the directory meanwhile.
   const auto versions = ListVersions(local_);
@@ -299,12 +318,20 @@ Result<PublishReport> Publisher::Publish(const ModelSource& source) {
   // A view whose version left the directory (removed, the directory recreated) is no base a
   // server can find: publish a full export.
   RECTRAIN_ASSIGN_OR_RETURN(const bool view_listed, ViewListed(versions));
-  const bool full = !view_listed || view_version_ != newest_ || std::exchange(options_.full_first, false) ||
+  const bool full = !view_listed || view_version_ != newest_ || options_.full_first ||
                     (options_.full_every > 0 && deltas_since_full_ >= options_.full_every);
+  if (full && !source.complete) {
+    return FailedPreconditionError("version " + std::to_string(version) + " of " + options_.versions_dir +
+                                   " must be a full export (" +
+                                   (view_listed ? "full_every deltas since the last one" : "no view, or its version is gone") +
+                                   ") but the snapshot holds only the rows changed since the previous publish; the next "
+                                   "publish takes a complete one");
+  }
+  options_.full_first = false;
   PublishReport report;
   if (full) {
     ExportOptions eo{.out_dir = out, .version = version, .min_count = options_.min_count, .row_type = options_.row_type};
-    RECTRAIN_ASSIGN_OR_RETURN(ExportReport er, ExportModel(source, eo));
+    RECTRAIN_ASSIGN_OR_RETURN(ExportReport er, ExportSnapshot(source, eo));
     report = PublishReport{.version = version, .full = true, .changed_rows = er.rows_kept, .rows = er.rows_kept,
                            .bytes = er.bytes};
   } else {

@@ -8,8 +8,11 @@
 // So a served chain of deltas scores bit for bit as a full export of the same state, whatever
 // happened in between (evictions, a trainer resumed from an older checkpoint).
 //
-// The online trainer calls Publisher::Publish with its in-memory model every publish interval;
-// `rectrain publish RUN_DIR --to MODELS` does one publish of a run's final model.
+// The online trainer snapshots its model (snapshot.h) every publish interval and a thread of its
+// own hands the snapshot to Publisher::Publish: a complete snapshot when a full export is due,
+// else only the rows changed since the previous one, diffed against the view as above (a row
+// that did not change since the previous snapshot equals the view's, which is that snapshot as
+// served). `rectrain publish RUN_DIR --to MODELS` does one publish of a run's final model.
 //
 // The versions directory may be an object store prefix ("s3://bucket/models", which
 // `rectrain serve` mirrors, model_mirror.h): each version is then written into a local staging
@@ -19,7 +22,8 @@
 // fails is not published: the view stays the last version uploaded, and the next Publish writes
 // the same number again (a version without its manifest is ignored by readers and overwritten).
 //
-// Thread safety: a Publisher is used by one thread; the functions are reentrant. One publisher
+// Thread safety: a Publisher is used by one thread at a time (the trainer hands it from the
+// training thread to its publish thread and back); the functions are reentrant. One publisher
 // per versions directory (two would number their versions alike).
 #pragma once
 
@@ -32,6 +36,7 @@
 #include "rectrain/base/result.h"
 #include "rectrain/serve/export.h"
 #include "rectrain/serve/predictor.h"
+#include "rectrain/serve/snapshot.h"
 
 namespace rectrain::serve {
 
@@ -81,8 +86,9 @@ struct PublishReport {
 };
 
 // Writes `source` as a delta of `base` (the model as served, version `base_version`) into
-// out_dir (through ExportTempDir, renamed when complete) as version `version`.
-Result<PublishReport> WriteDelta(const ModelSource& source, const Predictor& base, int64_t base_version,
+// out_dir (through ExportTempDir, renamed when complete) as version `version`. An incremental
+// snapshot must hold every change since `base` (the snapshot `base` was written from).
+Result<PublishReport> WriteDelta(const ModelSnapshot& source, const Predictor& base, int64_t base_version,
                                  const std::string& out_dir, int64_t version);
 
 class Publisher {
@@ -96,7 +102,16 @@ class Publisher {
   // Publishes `source` as version newest + 1: a full export when there is no view or full_every
   // deltas were published since the last full one, else a delta of the view. The view becomes
   // what was written, read back as a server reads it.
+  // Publish(ModelSource) takes a complete snapshot of `source` first.
   Result<PublishReport> Publish(const ModelSource& source);
+  // FailedPrecondition when a full export is due and `snapshot` is incremental (nothing is
+  // written; publish a complete one); InvalidArgument for a snapshot whose sizes disagree.
+  Result<PublishReport> Publish(const ModelSnapshot& snapshot);
+  // Whether the next Publish writes a full export as far as this publisher knows (no view, the
+  // first publish with full_first, full_every deltas since the last full one, a version of
+  // another writer newer than the view), so the caller snapshots every row. A directory changed
+  // behind its back shows only in Publish (the FailedPrecondition above).
+  bool WantsCompleteSnapshot() const;
 
  private:
   explicit Publisher(PublishOptions options) : options_(std::move(options)) {}

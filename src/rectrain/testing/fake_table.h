@@ -42,9 +42,12 @@ class FakeTable : public embedding::EmbeddingTable {
   std::span<const float> OovWeights() const override { return {}; }
   void TrackRemovedIds(bool) override {}
   std::vector<uint64_t> TakeRemovedIds() override { return {}; }  // never removes a row
-  void TrackChanges(bool) override {}
+  void TrackChanges(embedding::ChangeLog, bool) override {}
   Status SaveChanges(const std::string& path) const override { return Save(path); }
-  void MarkSaved() override {}
+  Status ForEachChangedRow(embedding::ChangeLog, const RowVisitor&, std::vector<uint64_t>*) const override {
+    return OkStatus();
+  }
+  void MarkSaved(embedding::ChangeLog) override {}
   Status LoadChanges(const std::string& path, const embedding::LoadOptions& options) override {
     return Load(path, options);
   }

@@ -131,6 +131,9 @@ class TrainObserver {
     (void)step;
     (void)dir;
   }
+  // After the final publish of train.publish (the end of the run): the figures with it, which
+  // OnProgress carried so far.
+  virtual void OnFinalPublish(const PublishFigures& publish) { (void)publish; }
 };
 
 }  // namespace rectrain::train

@@ -548,6 +548,10 @@ void RunRecorder::RecordDataCheck(const DataGateResult& gate) {
   Write(options_.store->LogMetrics(*run_, 0, m), "metrics");
 }
 
+void RunRecorder::OnFinalPublish(const PublishFigures& publish) {
+  if (options_.registry != nullptr && publish.enabled) ExportPublish(publish);
+}
+
 void RunRecorder::OnCheckpoint(int64_t step, const std::string& dir) {
   (void)step;
   if (options_.store == nullptr) return;

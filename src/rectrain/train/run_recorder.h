@@ -84,6 +84,7 @@ class RunRecorder : public TrainObserver {
   void OnProgress(const ProgressInfo& progress) override;
   void OnEval(int64_t step, const EvalMetrics& metrics) override;
   void OnCheckpoint(int64_t step, const std::string& dir) override;
+  void OnFinalPublish(const PublishFigures& publish) override;
 
   // Records the data check before training (data_gate.h): the "data_profile" artifact
   // (RUN_DIR/data_profile.json) and, at step 0, the metrics data/train_rows,

@@ -182,6 +182,10 @@ class BothObservers final : public TrainObserver {
     a_->OnCheckpoint(step, dir);
     b_->OnCheckpoint(step, dir);
   }
+  void OnFinalPublish(const PublishFigures& f) override {
+    a_->OnFinalPublish(f);
+    b_->OnFinalPublish(f);
+  }
 
  private:
   TrainObserver* a_;

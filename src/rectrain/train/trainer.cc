@@ -73,7 +73,7 @@ class TrainLoop {
   // train.publish: the publisher (a single process; null without train.publish) and one publish
   // of the model as it is now.
   Status OpenPublisher();
-  void PublishNow();
+  void PublishNow(bool wait);
   Status RunEval(const char* why);
   bool EarlyStop();
   // Writes a checkpoint at this step (a delta when train.checkpoint_full_every says so), unless
@@ -206,7 +206,7 @@ Status TrainLoop::SetupLocal() {
     rejected_before_ = lead() ? meta_.rows_rejected_total : 0;  // counted once for the job
   }
   if (c_.train.checkpoint_full_every > 1) {
-    for (embedding::EmbeddingTable* t : model_->bundle.tables) t->TrackChanges(true);  // after the restore
+    for (embedding::EmbeddingTable* t : model_->bundle.tables) t->TrackChanges(embedding::ChangeLog::kCheckpoint, true);  // after the restore
   }
   meta_.config_hash = lc_.hash;
   meta_.model_type = c_.model.type;
@@ -229,23 +229,29 @@ Status TrainLoop::OpenPublisher() {
   }
   RECTRAIN_ASSIGN_OR_RETURN(publisher_, internal::RunPublisher::Open(lc_, model_->bundle, opt_.run_dir,
                                                                      [this](const std::string& line) { Log(line); }));
-  Log("publish: the model goes to " + c_.train.publish->to + " every " + Fixed(c_.train.publish->every_s, 1) +
+  Log("publish: the model goes to " + c_.train.publish->to + " every " + internal::Shortest(c_.train.publish->every_s) +
       " s (a full export every " + std::to_string(c_.train.publish->full_every) + " deltas) and at the end");
   since_publish_.Reset();
   return OkStatus();
 }
 
 // Publishing reads the model (no state of the run changes), so a run publishes the same model
-// as one that does not.
-void TrainLoop::PublishNow() {
+// as one that does not. A snapshot is taken here, between two steps; the writing runs on the
+// publisher's thread. With `wait` (the end of the run) the publish is complete on return.
+void TrainLoop::PublishNow(bool wait) {
   serve::TrainedEvents events;
   if (online_) {
     events.newest_ms = online_->newest_event_ms();
     events.stream_position = online_->LocalPosition();
   }
-  publisher_->Publish(model_->bundle, meta_.step, events);
-  // The interval runs from the end of a publish: a slow publish cannot leave no time to train.
-  since_publish_.Reset();
+  if (wait) {
+    publisher_->PublishAndWait(model_->bundle, meta_.step, events);
+    return;
+  }
+  // The interval runs from a snapshot to the next. While the previous publish is still being
+  // written the snapshot is skipped and the next step tries again, so versions follow as fast as
+  // the target takes them, never faster than every_s.
+  if (publisher_->Start(model_->bundle, meta_.step, events)) since_publish_.Reset();
 }
 
 Status TrainLoop::SetupTogether() {
@@ -426,7 +432,7 @@ Status TrainLoop::ClockDecisions(bool* done) {
     return OkStatus();
   }
   if (now[1] != 0) RECTRAIN_RETURN_IF_ERROR(Checkpoint());
-  if (now[2] != 0) PublishNow();
+  if (now[2] != 0) PublishNow(/*wait=*/false);
   return OkStatus();
 }
 
@@ -501,7 +507,10 @@ void TrainLoop::Report(bool log_line) {
   in.ranks = figures_.ranks;
   ProgressInfo p = progress_->Report(std::move(in), log_line, compute_);
   if (online_) p.online = online_->Figures(compute_);
-  if (publisher_) p.publish = publisher_->figures();
+  if (publisher_) {
+    publisher_->Poll();
+    p.publish = publisher_->figures();
+  }
   opt_.observer->OnProgress(p);
 }
 
@@ -587,7 +596,10 @@ Status TrainLoop::Finish() {
     return OkStatus();
   }
   RECTRAIN_RETURN_IF_ERROR(Checkpoint());
-  if (publisher_) PublishNow();  // the final state, also of a run stopped by a signal
+  if (publisher_) {
+    PublishNow(/*wait=*/true);  // the final state, also of a run stopped by a signal
+    if (opt_.observer != nullptr && lead()) opt_.observer->OnFinalPublish(publisher_->figures());
+  }
   if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();
   const std::string model_dir = opt_.run_dir + "/model";
   Phase("the publication of the model at step " + std::to_string(meta_.step));
@@ -679,6 +691,7 @@ void TrainLoop::WriteSummary() {
   if (!lead()) return;
   if (summary_.object_store.requests > 0 && log_) Log("object store: " + summary_.object_store.ToString());
   if (online_) summary_.online = online_->Figures(compute_);
+  if (publisher_) summary_.publish = publisher_->figures();
   const std::string path = opt_.run_dir + "/summary.json";
   Status s = internal::WriteSummaryFile(path, summary_);
   if (!s.ok() && log_) Log("warning: cannot write " + path + ": " + s.ToString());

@@ -120,6 +120,8 @@ struct TrainSummary {
   std::vector<RankFigures> ranks;
   // An online run (data.stream): the last figures (progressive validation, stream counters).
   OnlineFigures online;
+  // train.publish: the publishes of this session, the final one included.
+  PublishFigures publish;
 };
 
 // Runs (or resumes) training as configured. Config/data/model errors come back as a Status;

@@ -2,12 +2,29 @@
 #include "rectrain/train/internal/publishing.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <utility>
 
 #include "rectrain/train/internal/run_log.h"
 #include "rectrain/train/trained_model.h"
 
 namespace rectrain::train::internal {
+namespace {
+
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// $RECTRAIN_TEST_PUBLISH_HOLD=PATH: every publish waits, on the publish thread, while PATH
+// exists, as a write to a hung target would (a stalled mount or object store). For the test that
+// training goes on meanwhile (tests/online_publish_test.cc) only.
+void HoldForTest(const std::string& path) {
+  std::error_code ec;
+  while (!path.empty() && std::filesystem::exists(path, ec)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<RunPublisher>> RunPublisher::Open(const config::LoadedConfig& lc, const ModelBundle& bundle,
                                                          const std::string& run_dir, LogFn log) {
@@ -38,10 +55,50 @@ Result<std::unique_ptr<RunPublisher>> RunPublisher::Open(const config::LoadedCon
   Result<std::unique_ptr<serve::Publisher>> opened = serve::Publisher::Open(o);
   if (!opened.ok()) return opened.status().WithContext("train.publish.to");
   p->publisher_ = std::move(opened).value();
+  for (embedding::EmbeddingTable* t : bundle.tables) t->TrackChanges(embedding::ChangeLog::kPublish, true);
+  if (const char* hold = std::getenv("RECTRAIN_TEST_PUBLISH_HOLD")) p->test_hold_ = hold;
+  p->writer_ = std::thread([raw = p.get()] { raw->WriterLoop(); });
   return p;
 }
 
-void RunPublisher::Publish(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
+RunPublisher::~RunPublisher() {
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !pending_; });  // a snapshot handed over is written
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+void RunPublisher::WriterLoop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || pending_; });
+    if (!pending_) return;  // stop_, nothing left to write
+    std::optional<Outcome> outcome;
+    {
+      serve::ModelSnapshot snapshot = std::move(*pending_);  // pending_ stays set: a write in flight
+      lock.unlock();
+      HoldForTest(test_hold_);
+      outcome.emplace(Outcome{.report = publisher_->Publish(snapshot), .finished_unix_seconds = UnixSeconds(),
+                              .newest_event_ms = snapshot.description.events.newest_ms});
+    }  // the snapshot's memory is freed outside the lock
+    lock.lock();
+    pending_.reset();
+    done_ = std::move(outcome);
+    cv_.notify_all();
+  }
+}
+
+bool RunPublisher::Start(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
+  Poll();
+  {
+    std::lock_guard lock(mu_);
+    if (busy_) return false;  // skipped: see the header (the record keeps collecting)
+  }
+  // The writer is idle (its last outcome polled), so the publisher is this thread's to ask.
+  const bool complete = need_complete_ || publisher_->WantsCompleteSnapshot();
   serve::ModelSource source;
   source.description = description_;
   source.description.trained_steps = step;
@@ -49,33 +106,77 @@ void RunPublisher::Publish(const ModelBundle& bundle, int64_t step, const serve:
   source.config_yaml = config_yaml_;
   source.params = bundle.params;
   for (const embedding::EmbeddingTable* t : bundle.tables) source.tables.push_back(t);
-  Result<serve::PublishReport> r = publisher_->Publish(source);
-  if (!r.ok()) {
-    Failed(r.status());
+  Result<serve::ModelSnapshot> snapshot = serve::TakeSnapshot(source, complete);
+  if (!snapshot.ok()) {
+    Failed(snapshot.status());
+    return true;
+  }
+  for (embedding::EmbeddingTable* t : bundle.tables) t->MarkSaved(embedding::ChangeLog::kPublish);
+  // Until this publish succeeds, the record lacks its changes: a failure makes the next complete.
+  need_complete_ = true;
+  {
+    std::lock_guard lock(mu_);
+    pending_ = std::move(snapshot).value();
+    busy_ = true;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+void RunPublisher::PublishAndWait(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
+  Wait();
+  if (Start(bundle, step, events)) Wait();
+}
+
+void RunPublisher::Wait() {
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !pending_; });
+  }
+  Poll();
+}
+
+void RunPublisher::Poll() {
+  std::optional<Outcome> outcome;
+  {
+    std::lock_guard lock(mu_);
+    if (!done_) return;
+    outcome = std::move(done_);
+    done_.reset();
+    busy_ = false;
+  }
+  Record(std::move(*outcome));
+}
+
+void RunPublisher::Record(Outcome outcome) {
+  if (!outcome.report.ok()) {
+    Failed(outcome.report.status());
     return;
   }
+  const serve::PublishReport& r = *outcome.report;
+  need_complete_ = false;
   if (failures_in_a_row_ > 0) {
-    log_("publish: version " + std::to_string(r->version) + " published to " + dir_ + " after " +
+    log_("publish: version " + std::to_string(r.version) + " published to " + dir_ + " after " +
          std::to_string(failures_in_a_row_) + " failed publish(es)");
-  } else if (r->full) {
+  } else if (r.full) {
     // Deltas come every interval; a line for each would drown train.log (/metrics counts them).
-    log_("publish: version " + std::to_string(r->version) + " (a full export, " + std::to_string(r->rows) + " rows, " +
-         Fixed(static_cast<double>(r->bytes) / 1e6, 3) + " MB in " + Fixed(r->seconds, 3) + " s) to " + dir_);
+    log_("publish: version " + std::to_string(r.version) + " (a full export, " + std::to_string(r.rows) + " rows, " +
+         Fixed(static_cast<double>(r.bytes) / 1e6, 3) + " MB in " + Fixed(r.seconds, 3) + " s) to " + dir_);
   }
   failures_in_a_row_ = 0;
   ++figures_.publishes;
-  figures_.version = r->version;
-  figures_.last_seconds = r->seconds;
-  figures_.last_unix_seconds =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (events.newest_ms > 0) figures_.newest_event_ms = events.newest_ms;
+  figures_.version = r.version;
+  figures_.last_seconds = r.seconds;
+  figures_.last_unix_seconds = outcome.finished_unix_seconds;
+  if (outcome.newest_event_ms > 0) figures_.newest_event_ms = outcome.newest_event_ms;
 }
 
 void RunPublisher::Failed(const Status& s) {
   ++figures_.failures;
+  need_complete_ = true;
   if (failures_in_a_row_++ == 0) {
     log_("warning: cannot publish to " + dir_ + ": " + s.ToString() + " (training goes on; the next publish, in " +
-         Fixed(every_s_, 1) + " s, retries)");
+         Shortest(every_s_) + " s, retries)");
   }
 }
 

@@ -70,6 +70,15 @@ nlohmann::json OnlineJson(const OnlineFigures& f) {
           {"reconnects", f.reconnects}};
 }
 
+// train.publish's figures of the session, the final publish included (docs/formats/summary.md "publish").
+nlohmann::json PublishJson(const PublishFigures& f) {
+  return {{"publishes", f.publishes},
+          {"failures", f.failures},
+          {"version", f.version},
+          {"last_seconds", Num(f.last_seconds)},
+          {"newest_event_ms", f.newest_event_ms}};
+}
+
 }  // namespace
 
 std::string SummaryJson(const TrainSummary& s) {
@@ -129,6 +138,7 @@ std::string SummaryJson(const TrainSummary& s) {
     j["dist"] = {{"world", s.world}, {"transport", s.transport}, {"data_split", s.data_split}, {"ranks", ranks}};
   }
   if (s.online.enabled) j["online"] = OnlineJson(s.online);
+  if (s.publish.enabled) j["publish"] = PublishJson(s.publish);
   j["wall_seconds"] = s.wall_seconds;
   j["peak_rss_bytes"] = s.peak_rss_bytes;
   if (s.object_store.requests > 0) {

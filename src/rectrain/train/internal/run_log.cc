@@ -44,6 +44,12 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
+std::string Shortest(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 int64_t PeakRssBytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);

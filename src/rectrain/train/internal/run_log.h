@@ -15,6 +15,8 @@ std::string FormatCount(double v);
 std::string FormatDuration(double seconds);
 // printf("%.*f"), "nan" for NaN.
 std::string Fixed(double v, int digits);
+// printf("%g"): as many digits as the value needs, up to 6 ("2", "0.5", "0.001").
+std::string Shortest(double v);
 // getrusage's maximum resident set, in bytes.
 int64_t PeakRssBytes();
 
