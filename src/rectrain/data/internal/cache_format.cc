@@ -461,91 +461,43 @@ Result<std::unique_ptr<CacheFile>> CacheFile::Open(const std::string& path) {
   return cf;
 }
 
-Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out) const {
-  RECTRAIN_CHECK(index >= 0 && index < static_cast<int64_t>(footer_.blocks.size()));
-  const CacheBlockRef& ref = footer_.blocks[static_cast<size_t>(index)];
-  const std::string where = "block " + std::to_string(index) + " (byte " + std::to_string(ref.offset) + ")";
-  char* p = scratch->stored.Get(static_cast<size_t>(ref.bytes));
-  RECTRAIN_RETURN_IF_ERROR(ReadFully(*file_, ref.offset, ref.bytes, p));
-  const CacheSchema& s = footer_.schema;
-  const int num_streams = NumStreams(s);
-  if (std::memcmp(p, kBlockMagic, 4) != 0 || GetU32(p + 4) != static_cast<uint64_t>(ref.rows) ||
-      GetU32(p + 8) != static_cast<uint32_t>(num_streams)) {
-    return Corrupt(path_, where + ": bad block header");
-  }
-  const int64_t payload_begin = kBlockHeaderBytes + int64_t{num_streams} * kDescriptorBytes;
-  if (payload_begin > ref.bytes) return Corrupt(path_, where + ": descriptors run past the block");
-  if (GetU32(p + 12) != static_cast<uint32_t>(XXH3_64bits(p + kBlockHeaderBytes,
-                                                          static_cast<size_t>(payload_begin - kBlockHeaderBytes)))) {
-    return Corrupt(path_, where + ": descriptor checksum mismatch");
-  }
-  const int64_t rows = ref.rows;
-  const int nd = static_cast<int>(s.dense_names.size());
-  const int ns = static_cast<int>(s.sparse_names.size());
-  out->size = rows;
-  out->num_dense = nd;
-  out->sparse.resize(static_cast<size_t>(ns));
-  int64_t pos = payload_begin;
-  int stream = 0;
-  // Decodes the next stream into `dst` (exactly `bytes` bytes; `bytes` < 0: any multiple of 8
-  // for a plain id stream whose count comes from the offsets) .
-  auto next = [&](Descriptor* d, std::string_view* stored) -> Status {
-    *d = GetDescriptor(p + kBlockHeaderBytes + int64_t{stream} * kDescriptorBytes);
-    const std::string what = where + " stream " + std::to_string(stream);
-    ++stream;
-    if (d->stored_bytes > ref.bytes - pos) return Corrupt(path_, what + ": stored size runs past the block");
-    *stored = std::string_view(p + pos, d->stored_bytes);
-    pos += d->stored_bytes;
-    if (XXH3_64bits(stored->data(), stored->size()) != d->checksum) return Corrupt(path_, what + ": checksum mismatch");
-    if (d->codec > 2 || d->encoding > 1 || d->reserved != 0 ||
-        (d->codec == 0 && d->stored_bytes != d->decoded_bytes) ||
-        static_cast<int64_t>(d->decoded_bytes) > kCacheMaxStreamBytes) {
-      return Corrupt(path_, what + ": bad descriptor");
-    }
-    return OkStatus();
-  };
-  auto decompress = [&](const Descriptor& d, std::string_view stored, char* dst) -> Status {
-    if (d.codec == 0) {
-      if (!stored.empty()) std::memcpy(dst, stored.data(), stored.size());
-      return OkStatus();
-    }
-    if (d.codec == 1) {
-      const int n = LZ4_decompress_safe(stored.data(), dst, static_cast<int>(stored.size()),
-                                        static_cast<int>(d.decoded_bytes));
-      if (n == static_cast<int>(d.decoded_bytes)) return OkStatus();
-    } else {
-      const size_t n = ZSTD_decompress(dst, d.decoded_bytes, stored.data(), stored.size());
-      if (!ZSTD_isError(n) && n == d.decoded_bytes) return OkStatus();
-    }
-    return Corrupt(path_, where + " stream " + std::to_string(stream - 1) + ": " +
-                              (d.codec == 1 ? "lz4" : "zstd") + " data does not decompress to " +
-                              std::to_string(d.decoded_bytes) + " bytes");
-  };
+namespace {
+
+// The streams of one block in memory (`p`: its bytes; the payload from `payload_begin`), decoded
+// in order, each checked against its descriptor. Errors are DataLoss naming the file, the block
+// and the stream.
+class BlockStreams {
+ public:
+  BlockStreams(const std::string& path, std::string where, const char* p, int64_t block_bytes, int64_t payload_begin,
+               CacheReadScratch* scratch)
+      : path_(path), where_(std::move(where)), p_(p), block_bytes_(block_bytes), pos_(payload_begin),
+        scratch_(scratch) {}
+
   // A plain stream of exactly `bytes` bytes into dst.
-  auto plain = [&](char* dst, int64_t bytes) -> Status {
+  Status Plain(char* dst, int64_t bytes) {
     Descriptor d;
     std::string_view stored;
-    RECTRAIN_RETURN_IF_ERROR(next(&d, &stored));
+    RECTRAIN_RETURN_IF_ERROR(Next(&d, &stored));
     if (d.encoding != 0 || d.decoded_bytes != bytes) {
-      return Corrupt(path_, where + " stream " + std::to_string(stream - 1) + ": expected " +
-                                std::to_string(bytes) + " plain bytes, descriptor says " +
+      return Corrupt(path_, LastStream() + ": expected " + std::to_string(bytes) + " plain bytes, descriptor says " +
                                 std::to_string(d.decoded_bytes));
     }
-    return decompress(d, stored, dst);
-  };
+    return Decompress(d, stored, dst);
+  }
+
   // An id stream with `count` ids (count < 0: whatever the stream holds, at most 2^27).
-  auto ids = [&](std::vector<uint64_t>* dst, int64_t count) -> Status {
+  Status Ids(std::vector<uint64_t>* dst, int64_t count) {
     Descriptor d;
     std::string_view stored;
-    RECTRAIN_RETURN_IF_ERROR(next(&d, &stored));
-    const std::string what = where + " stream " + std::to_string(stream - 1);
+    RECTRAIN_RETURN_IF_ERROR(Next(&d, &stored));
+    const std::string what = LastStream();
     if (d.encoding == 0) {
       if (d.index_width != 0 || d.dict_count != 0 || d.decoded_bytes % 8 != 0 ||
           (count >= 0 && d.decoded_bytes != count * 8)) {
         return Corrupt(path_, what + ": id stream size disagrees with the row count");
       }
       dst->resize(d.decoded_bytes / 8);
-      return decompress(d, stored, reinterpret_cast<char*>(dst->data()));
+      return Decompress(d, stored, reinterpret_cast<char*>(dst->data()));
     }
     const int w = d.index_width;
     if ((w != 1 && w != 2 && w != 4) || d.dict_count == 0 ||
@@ -555,8 +507,8 @@ Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out
     }
     const int64_t n = (int64_t{d.decoded_bytes} - int64_t{d.dict_count} * 8) / w;
     if (count >= 0 && n != count) return Corrupt(path_, what + ": id count disagrees with the row count");
-    char* decoded = scratch->decoded.Get(d.decoded_bytes);
-    RECTRAIN_RETURN_IF_ERROR(decompress(d, stored, decoded));
+    char* decoded = scratch_->decoded.Get(d.decoded_bytes);
+    RECTRAIN_RETURN_IF_ERROR(Decompress(d, stored, decoded));
     const uint64_t* dict = reinterpret_cast<const uint64_t*>(decoded);  // new[] is 16-byte aligned
     const char* idx = decoded + int64_t{d.dict_count} * 8;
     dst->resize(static_cast<size_t>(n));
@@ -586,32 +538,109 @@ Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out
       }
     }
     return OkStatus();
-  };
+  }
 
+  int64_t pos() const { return pos_; }
+
+ private:
+  std::string LastStream() const { return where_ + " stream " + std::to_string(stream_ - 1); }
+
+  // The next stream's descriptor and stored bytes (checksum and descriptor checked).
+  Status Next(Descriptor* d, std::string_view* stored) {
+    *d = GetDescriptor(p_ + kBlockHeaderBytes + int64_t{stream_} * kDescriptorBytes);
+    ++stream_;
+    if (d->stored_bytes > block_bytes_ - pos_) return Corrupt(path_, LastStream() + ": stored size runs past the block");
+    *stored = std::string_view(p_ + pos_, d->stored_bytes);
+    pos_ += d->stored_bytes;
+    if (XXH3_64bits(stored->data(), stored->size()) != d->checksum) {
+      return Corrupt(path_, LastStream() + ": checksum mismatch");
+    }
+    if (d->codec > 2 || d->encoding > 1 || d->reserved != 0 || (d->codec == 0 && d->stored_bytes != d->decoded_bytes) ||
+        static_cast<int64_t>(d->decoded_bytes) > kCacheMaxStreamBytes) {
+      return Corrupt(path_, LastStream() + ": bad descriptor");
+    }
+    return OkStatus();
+  }
+
+  Status Decompress(const Descriptor& d, std::string_view stored, char* dst) const {
+    if (d.codec == 0) {
+      if (!stored.empty()) std::memcpy(dst, stored.data(), stored.size());
+      return OkStatus();
+    }
+    if (d.codec == 1) {
+      const int n = LZ4_decompress_safe(stored.data(), dst, static_cast<int>(stored.size()),
+                                        static_cast<int>(d.decoded_bytes));
+      if (n == static_cast<int>(d.decoded_bytes)) return OkStatus();
+    } else {
+      const size_t n = ZSTD_decompress(dst, d.decoded_bytes, stored.data(), stored.size());
+      if (!ZSTD_isError(n) && n == d.decoded_bytes) return OkStatus();
+    }
+    return Corrupt(path_, LastStream() + ": " + (d.codec == 1 ? "lz4" : "zstd") + " data does not decompress to " +
+                              std::to_string(d.decoded_bytes) + " bytes");
+  }
+
+  const std::string& path_;
+  const std::string where_;
+  const char* p_;
+  const int64_t block_bytes_;
+  int64_t pos_;
+  int stream_ = 0;
+  CacheReadScratch* scratch_;
+};
+
+}  // namespace
+
+Status CacheFile::ReadBlock(int64_t index, CacheReadScratch* scratch, Batch* out) const {
+  RECTRAIN_CHECK(index >= 0 && index < static_cast<int64_t>(footer_.blocks.size()));
+  const CacheBlockRef& ref = footer_.blocks[static_cast<size_t>(index)];
+  const std::string where = "block " + std::to_string(index) + " (byte " + std::to_string(ref.offset) + ")";
+  char* p = scratch->stored.Get(static_cast<size_t>(ref.bytes));
+  RECTRAIN_RETURN_IF_ERROR(ReadFully(*file_, ref.offset, ref.bytes, p));
+  const CacheSchema& s = footer_.schema;
+  const int num_streams = NumStreams(s);
+  if (std::memcmp(p, kBlockMagic, 4) != 0 || GetU32(p + 4) != static_cast<uint64_t>(ref.rows) ||
+      GetU32(p + 8) != static_cast<uint32_t>(num_streams)) {
+    return Corrupt(path_, where + ": bad block header");
+  }
+  const int64_t payload_begin = kBlockHeaderBytes + int64_t{num_streams} * kDescriptorBytes;
+  if (payload_begin > ref.bytes) return Corrupt(path_, where + ": descriptors run past the block");
+  if (GetU32(p + 12) != static_cast<uint32_t>(XXH3_64bits(p + kBlockHeaderBytes,
+                                                          static_cast<size_t>(payload_begin - kBlockHeaderBytes)))) {
+    return Corrupt(path_, where + ": descriptor checksum mismatch");
+  }
+  const int64_t rows = ref.rows;
+  const int nd = static_cast<int>(s.dense_names.size());
+  const int ns = static_cast<int>(s.sparse_names.size());
+  out->size = rows;
+  out->num_dense = nd;
+  out->sparse.resize(static_cast<size_t>(ns));
+  BlockStreams streams(path_, where, p, ref.bytes, payload_begin, scratch);
   out->labels.resize(static_cast<size_t>(rows));
-  RECTRAIN_RETURN_IF_ERROR(plain(reinterpret_cast<char*>(out->labels.data()), rows * 4));
+  RECTRAIN_RETURN_IF_ERROR(streams.Plain(reinterpret_cast<char*>(out->labels.data()), rows * 4));
   out->dense.resize(static_cast<size_t>(rows * nd));
-  RECTRAIN_RETURN_IF_ERROR(plain(reinterpret_cast<char*>(out->dense.data()), rows * nd * 4));
+  RECTRAIN_RETURN_IF_ERROR(streams.Plain(reinterpret_cast<char*>(out->dense.data()), rows * nd * 4));
   for (int f = 0; f < ns; ++f) {
     SparseColumn& c = out->sparse[static_cast<size_t>(f)];
     if (s.multi[static_cast<size_t>(f)]) {
       c.offsets.resize(static_cast<size_t>(rows + 1));
-      RECTRAIN_RETURN_IF_ERROR(plain(reinterpret_cast<char*>(c.offsets.data()), (rows + 1) * 4));
+      RECTRAIN_RETURN_IF_ERROR(streams.Plain(reinterpret_cast<char*>(c.offsets.data()), (rows + 1) * 4));
       bool ok = c.offsets[0] == 0;
       for (int64_t r = 0; r < rows && ok; ++r) ok = c.offsets[r + 1] >= c.offsets[r];
       if (!ok) return Corrupt(path_, where + ": offsets of field " + s.sparse_names[f] + " are not ascending from 0");
-      RECTRAIN_RETURN_IF_ERROR(ids(&c.ids, c.offsets[rows]));
+      RECTRAIN_RETURN_IF_ERROR(streams.Ids(&c.ids, c.offsets[rows]));
     } else {
       c.offsets.clear();
-      RECTRAIN_RETURN_IF_ERROR(ids(&c.ids, rows));
+      RECTRAIN_RETURN_IF_ERROR(streams.Ids(&c.ids, rows));
     }
   }
   if (s.has_group) {
-    RECTRAIN_RETURN_IF_ERROR(ids(&out->group_keys, rows));
+    RECTRAIN_RETURN_IF_ERROR(streams.Ids(&out->group_keys, rows));
   } else {
     out->group_keys.clear();
   }
-  if (pos != ref.bytes) return Corrupt(path_, where + ": " + std::to_string(ref.bytes - pos) + " bytes after the last stream");
+  if (streams.pos() != ref.bytes) {
+    return Corrupt(path_, where + ": " + std::to_string(ref.bytes - streams.pos()) + " bytes after the last stream");
+  }
   return OkStatus();
 }
 
