@@ -23,60 +23,82 @@ EmbeddingBag::EmbeddingBag(std::vector<EmbeddingBagTable> tables,
   num_unique_.resize(tables_.size());
 }
 
+namespace {
+
+// The inputs' counts and the outputs' shapes (lead_size < 0: the model has no first-order output).
+Status CheckForwardShapes(int64_t batch, size_t got_tables, size_t tables, size_t got_fields, size_t fields,
+                          tensor::MatrixView out, int64_t out_width, int64_t lead_size) {
+  if (got_tables != tables) {
+    return InvalidArgumentError("expected " + std::to_string(tables) +
+                                " pulled tables, got " + std::to_string(got_tables));
+  }
+  if (got_fields != fields) {
+    return InvalidArgumentError("expected " + std::to_string(fields) +
+                                " categorical fields, got " + std::to_string(got_fields));
+  }
+  if (out.rows != batch || out.cols < out_width) {
+    return InvalidArgumentError("embedding output is [" + std::to_string(out.rows) + " x " +
+                                std::to_string(out.cols) + "], need [" + std::to_string(batch) +
+                                " x " + std::to_string(out_width) + "]");
+  }
+  if (lead_size >= 0 && lead_size != batch) {
+    return InvalidArgumentError("first-order output has " + std::to_string(lead_size) +
+                                " entries, need batch_size = " + std::to_string(batch));
+  }
+  return OkStatus();
+}
+
+// The rows pulled for `table` match its dim and count.
+Status CheckPulledTable(const EmbeddingBagTable& table, const PulledTable& p) {
+  if (p.dim != table.dim) {
+    return InvalidArgumentError("table " + table.name + ": pulled rows have dim " +
+                                std::to_string(p.dim) + ", the model expects " +
+                                std::to_string(table.dim));
+  }
+  if (p.num_unique < 0 || static_cast<int64_t>(p.rows.size()) != p.num_unique * p.dim) {
+    return InvalidArgumentError("table " + table.name + ": " +
+                                std::to_string(p.rows.size()) + " pulled floats for " +
+                                std::to_string(p.num_unique) + " rows of dim " +
+                                std::to_string(p.dim));
+  }
+  return OkStatus();
+}
+
+// A field's indices are one per row (single-valued) or CSR offsets over the batch.
+Status CheckFieldIndices(const std::string& name, const FieldIndices& fi, int64_t batch) {
+  if (fi.offsets.empty()) {
+    if (static_cast<int64_t>(fi.rows.size()) != batch) {
+      return InvalidArgumentError("field " + name + ": single-valued (no offsets) with " +
+                                  std::to_string(fi.rows.size()) +
+                                  " indices, expected batch_size = " + std::to_string(batch));
+    }
+  } else {
+    if (static_cast<int64_t>(fi.offsets.size()) != batch + 1 || fi.offsets.front() != 0 ||
+        fi.offsets.back() != static_cast<int64_t>(fi.rows.size())) {
+      return InvalidArgumentError(
+          "field " + name + ": CSR offsets must have batch_size + 1 = " +
+          std::to_string(batch + 1) + " entries from 0 to the number of indices (" +
+          std::to_string(fi.rows.size()) + "), got " + std::to_string(fi.offsets.size()) +
+          " entries");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status EmbeddingBag::Forward(int64_t batch, std::span<const PulledTable> tables,
                              std::span<const FieldIndices> fields, tensor::MatrixView out,
                              std::span<float> lead, const ComputeContext& compute) {
-  if (tables.size() != tables_.size()) {
-    return InvalidArgumentError("expected " + std::to_string(tables_.size()) +
-                                " pulled tables, got " + std::to_string(tables.size()));
-  }
-  if (fields.size() != fields_.size()) {
-    return InvalidArgumentError("expected " + std::to_string(fields_.size()) +
-                                " categorical fields, got " + std::to_string(fields.size()));
-  }
-  if (out.rows != batch || out.cols < out_width_) {
-    return InvalidArgumentError("embedding output is [" + std::to_string(out.rows) + " x " +
-                                std::to_string(out.cols) + "], need [" + std::to_string(batch) +
-                                " x " + std::to_string(out_width_) + "]");
-  }
-  if (has_lead_ && static_cast<int64_t>(lead.size()) != batch) {
-    return InvalidArgumentError("first-order output has " + std::to_string(lead.size()) +
-                                " entries, need batch_size = " + std::to_string(batch));
-  }
+  RECTRAIN_RETURN_IF_ERROR(CheckForwardShapes(batch, tables.size(), tables_.size(), fields.size(), fields_.size(), out,
+                                              out_width_, has_lead_ ? static_cast<int64_t>(lead.size()) : -1));
   for (size_t t = 0; t < tables_.size(); ++t) {
-    const PulledTable& p = tables[t];
-    if (p.dim != tables_[t].dim) {
-      return InvalidArgumentError("table " + tables_[t].name + ": pulled rows have dim " +
-                                  std::to_string(p.dim) + ", the model expects " +
-                                  std::to_string(tables_[t].dim));
-    }
-    if (p.num_unique < 0 || static_cast<int64_t>(p.rows.size()) != p.num_unique * p.dim) {
-      return InvalidArgumentError("table " + tables_[t].name + ": " +
-                                  std::to_string(p.rows.size()) + " pulled floats for " +
-                                  std::to_string(p.num_unique) + " rows of dim " +
-                                  std::to_string(p.dim));
-    }
-    num_unique_[t] = p.num_unique;
+    RECTRAIN_RETURN_IF_ERROR(CheckPulledTable(tables_[t], tables[t]));
+    num_unique_[t] = tables[t].num_unique;
   }
   for (size_t f = 0; f < fields_.size(); ++f) {
     const FieldIndices& fi = fields[f];
-    const std::string& name = fields_[f].name;
-    if (fi.offsets.empty()) {
-      if (static_cast<int64_t>(fi.rows.size()) != batch) {
-        return InvalidArgumentError("field " + name + ": single-valued (no offsets) with " +
-                                    std::to_string(fi.rows.size()) +
-                                    " indices, expected batch_size = " + std::to_string(batch));
-      }
-    } else {
-      if (static_cast<int64_t>(fi.offsets.size()) != batch + 1 || fi.offsets.front() != 0 ||
-          fi.offsets.back() != static_cast<int64_t>(fi.rows.size())) {
-        return InvalidArgumentError(
-            "field " + name + ": CSR offsets must have batch_size + 1 = " +
-            std::to_string(batch + 1) + " entries from 0 to the number of indices (" +
-            std::to_string(fi.rows.size()) + "), got " + std::to_string(fi.offsets.size()) +
-            " entries");
-      }
-    }
+    RECTRAIN_RETURN_IF_ERROR(CheckFieldIndices(fields_[f].name, fi, batch));
     offsets_[f].assign(fi.offsets.begin(), fi.offsets.end());
     indices_[f].assign(fi.rows.begin(), fi.rows.end());
   }
