@@ -63,7 +63,9 @@ DeltaManifest GoldenManifest() {
 
 void CheckGolden(const std::string& name, const std::string& bytes) {
   const std::string path = std::string(RECTRAIN_GOLDEN_DIR) + "/serving/" + name;
-  if (std::getenv("RECTRAIN_UPDATE_GOLDEN") != nullptr) ASSERT_TRUE(io::WriteFileAtomically(path, bytes).ok());
+  if (std::getenv("RECTRAIN_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(io::WriteFileAtomically(path, bytes).ok());
+  }
   auto golden = io::ReadFileToString(path);
   ASSERT_TRUE(golden.ok()) << golden.status();
   EXPECT_EQ(*golden, bytes) << name << " differs from the golden file (a format change needs a version bump)";

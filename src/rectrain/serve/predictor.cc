@@ -152,7 +152,9 @@ Result<std::unique_ptr<Predictor>> Predictor::ApplyDelta(const std::string& dir)
   }
   const PredictorOptions& options = impl_->options;
   RECTRAIN_RETURN_IF_ERROR(VerifyDelta(dir, dm, /*checksums=*/false));
-  if (options.verify_checksums) RECTRAIN_RETURN_IF_ERROR(VerifyDelta(dir, dm, /*checksums=*/true));
+  if (options.verify_checksums) {
+    RECTRAIN_RETURN_IF_ERROR(VerifyDelta(dir, dm, /*checksums=*/true));
+  }
   if (dm.tables.size() != manifest_.tables.size()) {
     return InvalidArgumentError(dir + " has " + std::to_string(dm.tables.size()) + " tables; the model has " +
                                 std::to_string(manifest_.tables.size()));

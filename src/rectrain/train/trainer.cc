@@ -431,7 +431,9 @@ Status TrainLoop::ClockDecisions(bool* done) {
     *done = true;  // Finish checkpoints and publishes
     return OkStatus();
   }
-  if (now[1] != 0) RECTRAIN_RETURN_IF_ERROR(Checkpoint());
+  if (now[1] != 0) {
+    RECTRAIN_RETURN_IF_ERROR(Checkpoint());
+  }
   if (now[2] != 0) PublishNow(/*wait=*/false);
   return OkStatus();
 }
