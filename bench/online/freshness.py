@@ -242,7 +242,7 @@ def main():
         shutil.rmtree(exported, ignore_errors=True)
         subprocess.run([binary, "export", run, "--out", exported], check=True, stdout=subprocess.DEVNULL)
         eb = dir_bytes(exported)
-        log(f"full export of the final model: {eb:,d} bytes ({dir_bytes(os.path.join(exported, 'dense.bin')):,d} of them "
+        log(f"full export of the final model: {eb:,d} bytes ({os.path.getsize(os.path.join(exported, 'dense.bin')):,d} of them "
             f"dense.bin)")
         log("version  changed/rows         bytes   bytes / that export")
         for v in sorted(manifests)[-6:]:
