@@ -70,10 +70,10 @@ class TrainLoop {
   // after a step; and the run's status from the reason the stream ended.
   Status ClockDecisions(bool* done);
   void OnlineEnded();
-  // train.publish: the publisher (a single process; null without train.publish) and one publish
-  // of the model as it is now.
+  // train.publish: the publisher (every rank's; null without train.publish) and one publish of
+  // the model as it is now (every rank of a job together).
   Status OpenPublisher();
-  void PublishNow(bool wait);
+  Status PublishNow(bool wait);
   Status RunEval(const char* why);
   bool EarlyStop();
   // Writes a checkpoint at this step (a delta when train.checkpoint_full_every says so), unless
@@ -221,16 +221,13 @@ Status TrainLoop::SetupLocal() {
 
 Status TrainLoop::OpenPublisher() {
   if (!c_.train.publish) return OkStatus();
-  if (job_.distributed()) {
-    // Every rank holds only the rows it owns; publishing would first gather them on one rank.
-    return FailedPreconditionError("train.publish needs a single process; this job has " + std::to_string(job_.world()) +
-                                   " ranks, each holding its own rows (publish the job's final model with rectrain "
-                                   "publish RUN_DIR --to " + c_.train.publish->to + ")");
-  }
-  RECTRAIN_ASSIGN_OR_RETURN(publisher_, internal::RunPublisher::Open(lc_, model_->bundle, opt_.run_dir,
-                                                                     [this](const std::string& line) { Log(line); }));
+  // In a job every rank holds only the rows it owns: rank 0 gathers them at each publish.
+  RECTRAIN_ASSIGN_OR_RETURN(publisher_, internal::RunPublisher::Open(
+                                            lc_, model_->bundle, opt_.run_dir,
+                                            [this](const std::string& line) { Log(line); }, *job_.comm));
   Log("publish: the model goes to " + c_.train.publish->to + " every " + internal::Shortest(c_.train.publish->every_s) +
-      " s (a full export every " + std::to_string(c_.train.publish->full_every) + " deltas) and at the end");
+      " s (a full export every " + std::to_string(c_.train.publish->full_every) + " deltas) and at the end" +
+      (job_.distributed() ? ", rank 0 gathering the rows of all " + std::to_string(job_.world()) + " ranks" : ""));
   since_publish_.Reset();
   return OkStatus();
 }
@@ -238,20 +235,19 @@ Status TrainLoop::OpenPublisher() {
 // Publishing reads the model (no state of the run changes), so a run publishes the same model
 // as one that does not. A snapshot is taken here, between two steps; the writing runs on the
 // publisher's thread. With `wait` (the end of the run) the publish is complete on return.
-void TrainLoop::PublishNow(bool wait) {
+Status TrainLoop::PublishNow(bool wait) {
+  Phase("the publish at step " + std::to_string(meta_.step));
   serve::TrainedEvents events;
   if (online_) {
-    events.newest_ms = online_->newest_event_ms();
-    events.stream_position = online_->LocalPosition();
+    RECTRAIN_ASSIGN_OR_RETURN(events, online_->JobEvents());
   }
-  if (wait) {
-    publisher_->PublishAndWait(model_->bundle, meta_.step, events);
-    return;
-  }
+  if (wait) return publisher_->PublishAndWait(model_->bundle, meta_.step, events);
   // The interval runs from a snapshot to the next. While the previous publish is still being
   // written the snapshot is skipped and the next step tries again, so versions follow as fast as
   // the target takes them, never faster than every_s.
-  if (publisher_->Start(model_->bundle, meta_.step, events)) since_publish_.Reset();
+  RECTRAIN_ASSIGN_OR_RETURN(const bool started, publisher_->Start(model_->bundle, meta_.step, events));
+  if (started) since_publish_.Reset();
+  return OkStatus();
 }
 
 Status TrainLoop::SetupTogether() {
@@ -434,7 +430,9 @@ Status TrainLoop::ClockDecisions(bool* done) {
   if (now[1] != 0) {
     RECTRAIN_RETURN_IF_ERROR(Checkpoint());
   }
-  if (now[2] != 0) PublishNow(/*wait=*/false);
+  if (now[2] != 0) {
+    RECTRAIN_RETURN_IF_ERROR(PublishNow(/*wait=*/false));
+  }
   return OkStatus();
 }
 
@@ -599,7 +597,7 @@ Status TrainLoop::Finish() {
   }
   RECTRAIN_RETURN_IF_ERROR(Checkpoint());
   if (publisher_) {
-    PublishNow(/*wait=*/true);  // the final state, also of a run stopped by a signal
+    RECTRAIN_RETURN_IF_ERROR(PublishNow(/*wait=*/true));  // the final state, also of a run stopped by a signal
     if (opt_.observer != nullptr && lead()) opt_.observer->OnFinalPublish(publisher_->figures());
   }
   if (stop_status_ == RunOutcome::kInterrupted) return OkStatus();

@@ -104,12 +104,27 @@ Status OnlineStream::SavePosition(checkpoint::CheckpointMeta* meta) {
 
 Result<std::string> OnlineStream::JobPosition() {
   mine_ = reader_->position();
-  if (!job_.distributed()) return mine_.ToJson();
-  const std::string text = mine_.ToJson();
+  return MergedPosition(mine_);
+}
+
+Result<serve::TrainedEvents> OnlineStream::JobEvents() {
+  serve::TrainedEvents events;
+  std::vector<int64_t> newest = {reader_->newest_event_ms()};
+  if (job_.distributed()) {
+    RECTRAIN_RETURN_IF_ERROR(job_.comm->AllReduce(std::span<int64_t>(newest), dist::ReduceOp::kMax));
+  }
+  events.newest_ms = newest[0];
+  RECTRAIN_ASSIGN_OR_RETURN(events.stream_position, MergedPosition(reader_->position()));
+  return events;
+}
+
+Result<std::string> OnlineStream::MergedPosition(const stream::StreamPosition& mine) {
+  if (!job_.distributed()) return mine.ToJson();
+  const std::string text = mine.ToJson();
   std::vector<char> all;
   std::vector<int64_t> counts;
   RECTRAIN_RETURN_IF_ERROR(job_.comm->AllGatherV(std::span<const char>(text.data(), text.size()), &all, &counts));
-  stream::StreamPosition merged = mine_;
+  stream::StreamPosition merged = mine;
   merged.partitions.clear();
   int64_t at = 0;
   for (int64_t n : counts) {

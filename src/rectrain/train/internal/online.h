@@ -26,6 +26,7 @@
 #include "rectrain/checkpoint/checkpoint.h"
 #include "rectrain/config/train_config.h"
 #include "rectrain/data/row_parser.h"
+#include "rectrain/serve/model_package.h"
 #include "rectrain/stream/stream_reader.h"
 #include "rectrain/train/internal/job.h"
 #include "rectrain/train/internal/run_setup.h"
@@ -82,14 +83,16 @@ class OnlineStream final : public TrainSource {
   // The figures for reports (lag, event time, bad messages, window AUC/logloss).
   OnlineFigures Figures(const ComputeContext& compute);
   std::string Describe() const { return reader_->Describe(); }
-  // What the model has trained on so far (for the manifest of a published version): the event
-  // time of the newest message (ms since the epoch; 0: none yet) and this rank's position.
-  int64_t newest_event_ms() const { return reader_->newest_event_ms(); }
-  std::string LocalPosition() const { return reader_->position().ToJson(); }
+  // What the model has trained on so far, for the manifest of a published version: the event
+  // time of the newest message trained on any rank (ms since the epoch; 0: none yet) and the
+  // job's position (every rank's partitions). Every rank of a job calls it together.
+  Result<serve::TrainedEvents> JobEvents();
 
  private:
   // The job's position (every rank's partitions) as JSON; every rank of a job calls it together.
+  // JobPosition also keeps this rank's part as the one CheckpointLanded commits.
   Result<std::string> JobPosition();
+  Result<std::string> MergedPosition(const stream::StreamPosition& mine);
 
   OnlineStream(const Job& job, int64_t window) : job_(job), probs_(static_cast<size_t>(window)), labels_(probs_.size()) {}
 

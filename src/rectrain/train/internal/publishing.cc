@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <span>
 #include <utility>
+#include <vector>
 
+#include "rectrain/train/internal/publish_gather.h"
 #include "rectrain/train/internal/run_log.h"
 #include "rectrain/train/trained_model.h"
 
@@ -27,10 +30,12 @@ void HoldForTest(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<RunPublisher>> RunPublisher::Open(const config::LoadedConfig& lc, const ModelBundle& bundle,
-                                                         const std::string& run_dir, LogFn log) {
+                                                         const std::string& run_dir, LogFn log,
+                                                         dist::Communicator& comm) {
   const config::TrainConfig& c = lc.config;
   const config::PublishSettings& settings = *c.train.publish;
   std::unique_ptr<RunPublisher> p(new RunPublisher());
+  p->comm_ = &comm;
   RECTRAIN_ASSIGN_OR_RETURN(RunLayout layout, ReadRunLayout(c));
   serve::Manifest& d = p->description_;
   d.model_type = c.model.type;
@@ -47,6 +52,8 @@ Result<std::unique_ptr<RunPublisher>> RunPublisher::Open(const config::LoadedCon
   p->log_ = std::move(log);
   p->figures_.enabled = true;
   p->figures_.every_s = settings.every_s;
+  for (embedding::EmbeddingTable* t : bundle.tables) t->TrackChanges(embedding::ChangeLog::kPublish, true);
+  if (!p->writer()) return p;  // its rows go to rank 0, which writes
   // To an object store: versions are staged in the run directory (the newest full export and
   // the deltas since), so that runs publishing alike never share a staging directory.
   const serve::PublishOptions o{.versions_dir = settings.to,
@@ -55,7 +62,6 @@ Result<std::unique_ptr<RunPublisher>> RunPublisher::Open(const config::LoadedCon
   Result<std::unique_ptr<serve::Publisher>> opened = serve::Publisher::Open(o);
   if (!opened.ok()) return opened.status().WithContext("train.publish.to");
   p->publisher_ = std::move(opened).value();
-  for (embedding::EmbeddingTable* t : bundle.tables) t->TrackChanges(embedding::ChangeLog::kPublish, true);
   if (const char* hold = std::getenv("RECTRAIN_TEST_PUBLISH_HOLD")) p->test_hold_ = hold;
   p->writer_ = std::thread([raw = p.get()] { raw->WriterLoop(); });
   return p;
@@ -91,14 +97,29 @@ void RunPublisher::WriterLoop() {
   }
 }
 
-bool RunPublisher::Start(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
-  Poll();
-  {
-    std::lock_guard lock(mu_);
-    if (busy_) return false;  // skipped: see the header (the record keeps collecting)
+Status RunPublisher::Plan(bool* start, bool* complete) {
+  std::vector<int64_t> plan = {0, 0};
+  if (writer()) {
+    Poll();
+    {
+      std::lock_guard lock(mu_);
+      plan[0] = busy_ ? 0 : 1;  // busy: skipped, see the header (the record keeps collecting)
+    }
+    // The writer is idle (its last outcome polled), so the publisher is this thread's to ask.
+    plan[1] = plan[0] != 0 && (need_complete_ || publisher_->WantsCompleteSnapshot()) ? 1 : 0;
   }
-  // The writer is idle (its last outcome polled), so the publisher is this thread's to ask.
-  const bool complete = need_complete_ || publisher_->WantsCompleteSnapshot();
+  if (comm_->distributed()) {
+    RECTRAIN_RETURN_IF_ERROR(comm_->Broadcast(std::span<int64_t>(plan), 0));
+  }
+  *start = plan[0] != 0;
+  *complete = plan[1] != 0;
+  return OkStatus();
+}
+
+Result<bool> RunPublisher::Start(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
+  bool start = false, complete = false;
+  RECTRAIN_RETURN_IF_ERROR(Plan(&start, &complete));
+  if (!start) return false;
   serve::ModelSource source;
   source.description = description_;
   source.description.trained_steps = step;
@@ -107,13 +128,23 @@ bool RunPublisher::Start(const ModelBundle& bundle, int64_t step, const serve::T
   source.params = bundle.params;
   for (const embedding::EmbeddingTable* t : bundle.tables) source.tables.push_back(t);
   Result<serve::ModelSnapshot> snapshot = serve::TakeSnapshot(source, complete);
-  if (!snapshot.ok()) {
-    Failed(snapshot.status());
+  // Every rank's part or none: a rank that cannot snapshot fails the publish for the job.
+  const Status taken = comm_->distributed() ? dist::AgreeOk(*comm_, snapshot.status()) : snapshot.status();
+  if (!comm_->status().ok()) return comm_->status();
+  if (!taken.ok()) {
+    Failed(taken);
     return true;
   }
   for (embedding::EmbeddingTable* t : bundle.tables) t->MarkSaved(embedding::ChangeLog::kPublish);
+  const Status gathered = GatherSnapshot(*comm_, &*snapshot);
+  if (!comm_->status().ok()) return comm_->status();
+  if (!writer()) return true;  // its rows are on rank 0 now
   // Until this publish succeeds, the record lacks its changes: a failure makes the next complete.
   need_complete_ = true;
+  if (!gathered.ok()) {
+    Failed(gathered);
+    return true;
+  }
   {
     std::lock_guard lock(mu_);
     pending_ = std::move(snapshot).value();
@@ -123,9 +154,11 @@ bool RunPublisher::Start(const ModelBundle& bundle, int64_t step, const serve::T
   return true;
 }
 
-void RunPublisher::PublishAndWait(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
+Status RunPublisher::PublishAndWait(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
   Wait();
-  if (Start(bundle, step, events)) Wait();
+  RECTRAIN_ASSIGN_OR_RETURN(const bool started, Start(bundle, step, events));
+  if (started) Wait();
+  return OkStatus();
 }
 
 void RunPublisher::Wait() {

@@ -24,6 +24,12 @@
 // view of the last version written, so the retry is a delta of what is actually served (or a full
 // export when that version is gone).
 //
+// In a job of several ranks (dist.mode sync) every rank has a RunPublisher and calls Start at the
+// same steps (the trainer agrees on them): rank 0, the only one with a serve::Publisher and a
+// writer, decides whether a publish starts and whether its snapshot holds every row; every rank
+// snapshots the rows it owns and rank 0 gathers them (publish_gather.h) before handing the job's
+// snapshot to its writer.
+//
 // Thread safety: the public functions are called by the training thread only, between steps
 // (they read the model); the writer thread owns the serve::Publisher while a publish is in
 // flight and touches nothing else of the run.
@@ -38,6 +44,7 @@
 
 #include "rectrain/base/result.h"
 #include "rectrain/config/train_config.h"
+#include "rectrain/dist/communicator.h"
 #include "rectrain/serve/publish.h"
 #include "rectrain/train/internal/model_bundle.h"
 #include "rectrain/train/internal/run_setup.h"
@@ -49,18 +56,20 @@ class RunPublisher {
  public:
   // The publisher of train.publish (which must be set) for the model of `bundle`; the serving
   // description is read from the config (its data layout as ReadRunLayout reads it). Starts the
-  // tables' publish record and the writer thread.
+  // tables' publish record, and on rank 0 of `comm` (which must outlive it) the publisher and the
+  // writer thread.
   static Result<std::unique_ptr<RunPublisher>> Open(const config::LoadedConfig& lc, const ModelBundle& bundle,
-                                                    const std::string& run_dir, LogFn log);
+                                                    const std::string& run_dir, LogFn log, dist::Communicator& comm);
   // Waits for a publish in flight, then ends the writer thread.
   ~RunPublisher();
 
   // Snapshots the model of `bundle` as it is after `step`, trained on the stream up to `events`
   // (empty for a run from files), and hands it to the writer; false (nothing done) while the
-  // previous publish is in flight. Failures are counted and logged, never returned (see above).
-  bool Start(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events);
+  // previous publish is in flight. Failures are counted and logged, never returned (see above);
+  // a job's collectives that fail are (the job ends). Every rank of a job calls it together.
+  Result<bool> Start(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events);
   // The end of the run: waits for a publish in flight, publishes the model and waits for that.
-  void PublishAndWait(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events);
+  Status PublishAndWait(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events);
   // Takes the outcome of a finished publish into figures() and the log (cheap when none).
   void Poll();
   const PublishFigures& figures() const { return figures_; }
@@ -76,8 +85,13 @@ class RunPublisher {
   void Record(Outcome outcome);
   void Failed(const Status& s);
   void Wait();
+  // On rank 0: whether a publish starts now and whether its snapshot must hold every row; the
+  // job's other ranks receive rank 0's answer.
+  Status Plan(bool* start, bool* complete);
+  bool writer() const { return comm_->rank() == 0; }
 
-  std::unique_ptr<serve::Publisher> publisher_;  // the writer's while busy_
+  dist::Communicator* comm_ = nullptr;
+  std::unique_ptr<serve::Publisher> publisher_;  // rank 0's; the writer's while busy_
   serve::Manifest description_;
   std::string config_yaml_;
   std::string dir_;
