@@ -421,7 +421,9 @@ TEST_F(OnlinePublishTest, AHungPublishTargetDoesNotHoldTrainingUp) {
                         std::chrono::seconds(90)))
       << ReadAll(run + ".log");
   EXPECT_EQ(NewestVersion(models), 0);
-  EXPECT_EQ(Sample(testing::HttpGet(metrics_port, "/metrics"), "rectrain_publishes_total"), 0.0);
+  const std::string held_metrics = testing::HttpGet(metrics_port, "/metrics");
+  EXPECT_EQ(Sample(held_metrics, "rectrain_publishes_total"), 0.0);
+  EXPECT_GT(Sample(held_metrics, "rectrain_publish_skipped_total"), 0.0) << "the publishes due while one was held";
   EXPECT_EQ(WaitFor(trainer, std::chrono::milliseconds(0)), -1) << "the run ended before its final publish";
   fs::remove(hold);
   ASSERT_EQ(WaitFor(trainer, std::chrono::seconds(60)), 0) << ReadAll(run + ".log");
@@ -430,6 +432,7 @@ TEST_F(OnlinePublishTest, AHungPublishTargetDoesNotHoldTrainingUp) {
   const nlohmann::json summary = nlohmann::json::parse(ReadAll(run + "/summary.json"));
   EXPECT_EQ(summary["publish"]["publishes"], 2) << summary.dump();
   EXPECT_EQ(summary["publish"]["version"], 2) << summary.dump();
+  EXPECT_GT(summary["publish"]["skipped"].get<int64_t>(), 0) << summary.dump();
   const std::vector<float> want = ExportedPredictions(run, 200);
   ASSERT_EQ(want.size(), 200u);
   EXPECT_EQ(Predicted(models + "/2", 200), want);

@@ -84,6 +84,8 @@ struct PublishFigures {
   bool enabled = false;
   int64_t publishes = 0;            // versions written by this session
   int64_t failures = 0;             // publishes that failed (each retried at the next interval)
+  int64_t skipped = 0;              // publishes due while the last one was still being written (the
+                                    // next one holds both intervals' changes)
   int64_t version = 0;              // the last version written (0: none yet)
   double last_seconds = kNaN;       // how long the last successful publish took
   double last_unix_seconds = 0;     // when it completed (0: none yet)

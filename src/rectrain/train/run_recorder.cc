@@ -462,6 +462,10 @@ void RunRecorder::ExportPublish(const PublishFigures& f) {
   if (o.publishes == nullptr) {
     o.publishes = CounterOrNull("rectrain_publishes_total", "Model versions published to serving (train.publish).", l);
     o.failures = CounterOrNull("rectrain_publish_failures_total", "Publishes that failed (each retried at the next interval).", l);
+    o.skipped = CounterOrNull("rectrain_publish_skipped_total",
+                              "Publishes due while the last one was still being written (skipped; the next holds both "
+                              "intervals' changes).",
+                              l);
     o.duration = GaugeOrNull("rectrain_publish_duration_seconds", "How long the last successful publish took.", l);
     o.version = GaugeOrNull("rectrain_published_version", "The last version published (0: none yet).", l);
     o.last_time = GaugeOrNull("rectrain_last_publish_timestamp_seconds", "When the last successful publish completed (Unix seconds; 0: none yet).", l);
@@ -472,6 +476,7 @@ void RunRecorder::ExportPublish(const PublishFigures& f) {
   if (o.interval) o.interval->Set(f.every_s);
   if (o.publishes) o.publishes->SetTotal(static_cast<double>(f.publishes));
   if (o.failures) o.failures->SetTotal(static_cast<double>(f.failures));
+  if (o.skipped) o.skipped->SetTotal(static_cast<double>(f.skipped));
   if (o.duration) o.duration->Set(f.last_seconds);
   if (o.version) o.version->Set(static_cast<double>(f.version));
   if (o.last_time) o.last_time->Set(f.last_unix_seconds);

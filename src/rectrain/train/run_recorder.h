@@ -172,6 +172,7 @@ class RunRecorder : public TrainObserver {
   struct PublishSeries {
     prometheus::Counter* publishes = nullptr;
     prometheus::Counter* failures = nullptr;
+    prometheus::Counter* skipped = nullptr;
     prometheus::Gauge* duration = nullptr;
     prometheus::Gauge* version = nullptr;
     prometheus::Gauge* last_time = nullptr;

@@ -119,7 +119,10 @@ Status RunPublisher::Plan(bool* start, bool* complete) {
 Result<bool> RunPublisher::Start(const ModelBundle& bundle, int64_t step, const serve::TrainedEvents& events) {
   bool start = false, complete = false;
   RECTRAIN_RETURN_IF_ERROR(Plan(&start, &complete));
-  if (!start) return false;
+  if (!start) {
+    if (writer()) ++figures_.skipped;
+    return false;
+  }
   serve::ModelSource source;
   source.description = description_;
   source.description.trained_steps = step;

@@ -74,6 +74,7 @@ nlohmann::json OnlineJson(const OnlineFigures& f) {
 nlohmann::json PublishJson(const PublishFigures& f) {
   return {{"publishes", f.publishes},
           {"failures", f.failures},
+          {"skipped", f.skipped},
           {"version", f.version},
           {"last_seconds", Num(f.last_seconds)},
           {"newest_event_ms", f.newest_event_ms}};
