@@ -8,6 +8,8 @@
 //   - the broker killed (redis) or taken down (kafka) and back mid-stream: the same model;
 //   - malformed messages counted, logged, dead-lettered, the run goes on; a bad share over the
 //     limit stops it with a clear error;
+//   - the event time from a column of the rows (data.stream.event_time_column) is what the
+//     run's newest event time and lag report;
 //   - SIGTERM and --until end an idle online run with a checkpoint.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -397,6 +399,35 @@ TEST_P(OnlineTrainTest, BadMessagesAreSkippedCountedAndDeadLettered) {
                             dir_ + "/stopped.log");
   EXPECT_NE(rc, 0);
   EXPECT_NE(ReadAll(dir_ + "/stopped.log").find("data.stream.max_bad_share"), std::string::npos) << ReadAll(dir_ + "/stopped.log");
+}
+
+TEST_P(OnlineTrainTest, EventTimeFromAColumnIsWhatFreshnessMeasures) {
+  // Rows that carry their event time (column ts, seconds, in 2001): the run's newest event time
+  // and its lag are the column's, not the broker's (now); a row with a bad time is a bad message.
+  std::string rows;
+  for (int i = 0; i < 400; ++i) {
+    rows += std::to_string(i % 2) + "\t" + std::to_string(i % 13) + "\tc" + std::to_string(i % 5) + "\t" +
+            (i == 7 ? std::string("yesterday") : std::to_string(1000000000 + i)) + "\n";
+  }
+  testing::WriteAll(dir_ + "/timed.tsv", rows);
+  ASSERT_EQ(WaitFor(Produce(dir_ + "/timed.tsv", "0"), std::chrono::seconds(30)), 0) << ReadAll(dir_ + "/produce.log");
+  const std::string cfg = dir_ + "/timed.yaml", run = dir_ + "/timed";
+  testing::WriteAll(cfg, "seed: 7\nthreads: 1\ndata:\n  format: tsv\n  columns: [label, n, c, ts]\n  dense: [n]\n  sparse: [c]\n"
+                         "  batch_size: 100\n  stream:\n    url: " + broker_->Url() +
+                             "\n    group: timed\n    start: earliest\n    event_time_column: ts\n"
+                             "model: {type: deepfm, embedding_dim: 4, hidden: [8]}\n"
+                             "train: {max_rows: 399, log_every_steps: 1}\nmonitoring: {enabled: false}\n");
+  ASSERT_EQ(TrainToEnd({cfg, "--run-dir", run}, dir_ + "/timed.log"), 0) << ReadAll(dir_ + "/timed.log");
+  const nlohmann::json s = Summary(run);
+  EXPECT_EQ(s["online"]["newest_event_ms"], (1000000000LL + 399) * 1000);
+  EXPECT_EQ(s["online"]["bad_messages"], 1);
+  const std::string log = ReadAll(run + "/train.log");
+  EXPECT_NE(log.find("data.stream.event_time_column ts: \"yesterday\" is not a time in seconds"), std::string::npos) << log;
+  // "N s behind": now minus an event of 2001, not the second or so since the rows were sent.
+  const size_t behind = log.rfind("s behind");
+  ASSERT_NE(behind, std::string::npos) << log;
+  const size_t from = log.rfind(' ', behind) + 1;
+  EXPECT_GT(std::atof(log.substr(from, behind - from).c_str()), 7.0e8) << log.substr(from, behind - from + 8);
 }
 
 TEST_P(OnlineTrainTest, SigtermAndUntilEndAnIdleOnlineRunWithACheckpoint) {

@@ -8,6 +8,33 @@ namespace {
 
 constexpr double kMaxInt = 9.0e18;
 
+// data.stream.event_time_column / event_time_unit, bound only when given so that a stream config
+// without them resolves (and hashes) as before the keys existed. The column itself is looked up
+// in the rows' columns when the stream opens (a csv header may come from data.train's files).
+void BindEventTime(ConfigBinder& b, const TrainConfig* c, stream::StreamConfig* s) {
+  if (!b.Has("data.stream.event_time_column")) {
+    if (b.Has("data.stream.event_time_unit")) {
+      b.AddError("data.stream.event_time_unit", "applies only with data.stream.event_time_column (the column that holds the event time)");
+    }
+    return;
+  }
+  s->event_time_column = b.String("data.stream.event_time_column", "");
+  if (b.Has("data.stream.event_time_unit")) {
+    const bool ms = b.String("data.stream.event_time_unit", "s", {"s", "ms"}) == "ms";
+    s->event_time_unit = ms ? stream::EventTimeUnit::kMilliseconds : stream::EventTimeUnit::kSeconds;
+  }
+  if (s->event_time_column.empty()) {
+    b.AddError("data.stream.event_time_column", "must name a column of the rows (leave the key out for the broker's time)");
+    return;
+  }
+  const data::DataFormat f = c->data.schema.format;
+  if (f != data::DataFormat::kAuto && f != data::DataFormat::kCriteo && f != data::DataFormat::kCsv &&
+      f != data::DataFormat::kTsv) {
+    b.AddError("data.stream.event_time_column",
+               std::string("needs rows with named columns (data.format criteo, csv or tsv), not ") + data::FormatName(f));
+  }
+}
+
 }  // namespace
 
 void BindStreamSection(ConfigBinder& b, TrainConfig* c) {
@@ -35,6 +62,7 @@ void BindStreamSection(ConfigBinder& b, TrainConfig* c) {
   s.format = b.String("data.stream.format", "line", {"line", "json"}) == "json" ? stream::MessageFormat::kJson
                                                                                : stream::MessageFormat::kLine;
   s.field = b.String("data.stream.field", "row");
+  BindEventTime(b, c, &s);
   s.dead_letter = b.String("data.stream.dead_letter", "");
   s.log_bad = b.Int("data.stream.log_bad", 10, Range::Closed(0, kMaxInt));
   s.max_bad_share = b.Double("data.stream.max_bad_share", 0.05, Range::Closed(0, 1));

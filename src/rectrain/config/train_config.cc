@@ -442,7 +442,8 @@ std::vector<KeySpec> TrainConfigSchema() {
   // given (stream_section.cc, publish_section.cc, BindTrain): the schema is read from a config that
   // has them, so it lists them too.
   auto binder = ConfigBinder::FromYamlString(
-      "data: {stream: {url: 'redis://127.0.0.1:1/schema'}}\ntrain: {publish: {to: models}, checkpoint_full_every: 1}",
+      "data: {stream: {url: 'redis://127.0.0.1:1/schema', event_time_column: ts, event_time_unit: s}}\n"
+      "train: {publish: {to: models}, checkpoint_full_every: 1}",
       "schema");
   BindTrainConfig(*binder);
   return binder->keys();

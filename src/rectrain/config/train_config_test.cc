@@ -389,6 +389,39 @@ TEST(TrainConfig, StreamSectionErrors) {
   EXPECT_NE(window.status().message().find("applies to online runs only"), std::string::npos) << window.status();
 }
 
+TEST(TrainConfig, StreamEventTimeColumn) {
+  auto c = Load("data:\n  format: tsv\n  columns: [label, a, ts]\n  dense: [a]\n"
+                "  stream: {url: 'redis://h:1/k', event_time_column: ts, event_time_unit: ms}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->config.stream->event_time_column, "ts");
+  EXPECT_EQ(c->config.stream->event_time_unit, stream::EventTimeUnit::kMilliseconds);
+  auto seconds = Load("data:\n  stream: {url: 'redis://h:1/k', event_time_column: ts}\n");
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_EQ(seconds->config.stream->event_time_unit, stream::EventTimeUnit::kSeconds);
+  // Without the keys a stream config resolves (and hashes) as before they existed.
+  auto plain = Load("data:\n  stream: {url: 'redis://h:1/k'}\n");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->resolved_yaml.find("event_time"), std::string::npos) << plain->resolved_yaml;
+  EXPECT_TRUE(plain->config.stream->event_time_column.empty());
+  auto error_of = [](const std::string& yaml) {
+    auto r = Load(yaml);
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  EXPECT_NE(error_of("data:\n  stream: {url: 'redis://h:1/k', event_time_unit: ms}\n")
+                .find("data.stream.event_time_unit: applies only with data.stream.event_time_column"),
+            std::string::npos);
+  EXPECT_NE(error_of("data:\n  stream: {url: 'redis://h:1/k', event_time_column: ts, event_time_unit: minutes}\n")
+                .find("data.stream.event_time_unit"),
+            std::string::npos);
+  EXPECT_NE(error_of("data:\n  stream: {url: 'redis://h:1/k', event_time_column: ''}\n")
+                .find("data.stream.event_time_column: must name a column"),
+            std::string::npos);
+  EXPECT_NE(error_of("data:\n  format: libsvm\n  stream: {url: 'redis://h:1/k', event_time_column: ts}\n")
+                .find("data.stream.event_time_column: needs rows with named columns (data.format criteo, csv or tsv), not libsvm"),
+            std::string::npos)
+      << error_of("data:\n  format: libsvm\n  stream: {url: 'redis://h:1/k', event_time_column: ts}\n");
+}
+
 TEST(TrainConfig, PublishSection) {
   auto c = Load("data: {train: a.tsv}\ntrain:\n  publish: {to: models, every_s: 2, full_every: 0}\n");
   ASSERT_TRUE(c.ok()) << c.status();

@@ -17,6 +17,7 @@ struct RowParser::Impl {
   std::unique_ptr<internal::LineParser> parser;
   internal::RowBlock block;
   bool training = false;
+  std::string field_scratch;  // Field(): an unescaped quoted field
 };
 
 RowParser::RowParser(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -140,6 +141,16 @@ Result<std::string> RowParser::LineFromJson(std::string_view object_text) const 
     fields[c] = values[c];
   }
   return LineFromFields(fields);
+}
+
+Result<std::string_view> RowParser::Field(std::string_view line, int column) {
+  const internal::ParsePlan& plan = impl_->plan;
+  if (plan.pairs || column < 0 || column >= static_cast<int>(impl_->columns.size())) {
+    return InvalidArgumentError("no column " + std::to_string(column) + " in a " + FormatName(plan.format) + " row");
+  }
+  std::optional<std::string_view> f = internal::NthField(line, plan.delimiter, plan.quoting, column, &impl_->field_scratch);
+  if (!f) return InvalidArgumentError("no field " + impl_->columns[static_cast<size_t>(column)] + " (the row has fewer fields, or a bad quote)");
+  return *f;
 }
 
 void RowParser::BeginBatch(int64_t expected_rows) {

@@ -65,6 +65,11 @@ class RowParser {
   // no label.
   Result<std::string> LineFromJson(std::string_view object_text) const;
 
+  // The text of column `column` (an index of columns()) in a line of the training layout, a
+  // quoted field unescaped (valid until the next call), or InvalidArgument when the line has no
+  // such field. Named-column layouts only (criteo, csv, tsv; has_named_columns()).
+  Result<std::string_view> Field(std::string_view line, int column);
+
   // Parses every line (the training files' layout, label included) into *out, row i from line
   // i. A bad line fails the whole call with InvalidArgument "<source>:<i+1>:<col>: ..." (the
   // reader's message: column, value and the fix).

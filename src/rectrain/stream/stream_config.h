@@ -29,6 +29,8 @@ enum class StartPosition : uint8_t { kCommitted, kEarliest, kLatest };
 // What a message holds: a line of the training layout (data.format), or a JSON object of
 // column: value as `rectrain serve` takes rows.
 enum class MessageFormat : uint8_t { kLine, kJson };
+// The unit of an event time column: seconds or milliseconds since 1970-01-01 UTC.
+enum class EventTimeUnit : uint8_t { kSeconds, kMilliseconds };
 
 struct StreamConfig {
   SourceKind kind = SourceKind::kKafka;
@@ -41,6 +43,12 @@ struct StreamConfig {
   StartPosition start = StartPosition::kCommitted;
   MessageFormat format = MessageFormat::kLine;
   std::string field = "row";       // redis: the entry field that holds the row
+  // The event time of a message (freshness, the lag metric, a published version's events): this
+  // column of the row, a number of `event_time_unit` since the epoch; a row whose value is
+  // missing or not such a number is a bad message. "" = the broker's time (Kafka: the message
+  // timestamp; Redis: the entry ID's milliseconds).
+  std::string event_time_column;
+  EventTimeUnit event_time_unit = EventTimeUnit::kSeconds;
   std::string dead_letter;         // kafka topic / redis key for bad messages; "" = none
   // Bad messages: counted and skipped; the first `log_bad` are logged with their position and
   // reason; the run stops (FailedPrecondition) once more than max_bad_share of the last

@@ -2,6 +2,8 @@
 #include "rectrain/stream/stream_reader.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -45,6 +47,19 @@ class BadWindow {
   int64_t bad_ = 0;
 };
 
+// The index of data.stream.event_time_column among the rows' columns.
+Result<int> EventColumn(const std::string& name, const data::RowParser& parser) {
+  const std::vector<std::string>& cols = parser.columns();
+  const auto it = std::find(cols.begin(), cols.end(), name);
+  if (parser.has_named_columns() && it != cols.end()) return static_cast<int>(it - cols.begin());
+  std::string names;
+  for (size_t i = 0; i < cols.size() && i < 20; ++i) names += (i ? ", " : "") + cols[i];
+  if (cols.size() > 20) names += ", ...";
+  return InvalidArgumentError("data.stream.event_time_column: the rows have no column \"" + name + "\"" +
+                              (parser.has_named_columns() ? "; their columns are " + names : std::string(" (no named columns)")) +
+                              " (name it as data.columns or the csv header does)");
+}
+
 }  // namespace
 
 struct StreamReader::Impl {
@@ -68,6 +83,7 @@ struct StreamReader::Impl {
   bool was_connected = true;
   SteadyClock::time_point outage_since{};
   std::string line;                           // scratch: a JSON row as a line
+  int event_column = -1;                      // config.event_time_column's index; -1: broker time
 
   // Shared with the consumer.
   mutable std::mutex mu;
@@ -129,6 +145,8 @@ struct StreamReader::Impl {
   // Parses one message into the batch under way; false when the bad share stops the run.
   // BadMessage takes the reason with where the message came from.
   bool Consume(Message& m, Ready* r);
+  // The event time of a row from event_column, in ms since the epoch; the reason when it has none.
+  Result<int64_t> EventTime(std::string_view row);
   bool BadMessage(const Message& m, const std::string& reason, Ready* r);
   // Builds the next batch (up to `rows` rows); false when the thread must end.
   bool BuildBatch(int64_t rows, Ready* r);
@@ -223,9 +241,34 @@ bool StreamReader::Impl::BadMessage(const Message& m, const std::string& reason,
   return true;
 }
 
+Result<int64_t> StreamReader::Impl::EventTime(std::string_view row) {
+  // Strings only on the error path: this runs for every message.
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("data.stream.event_time_column " + config.event_time_column + ": " + why);
+  };
+  Result<std::string_view> field = parser->Field(row, event_column);
+  if (!field.ok()) return bad(std::string(field.status().message()));
+  std::string_view text = *field;
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  if (text.empty()) return bad("missing (each row needs its event time)");
+  const bool ms = config.event_time_unit == EventTimeUnit::kMilliseconds;
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const bool number = ec == std::errc() && end == text.data() + text.size() && std::isfinite(v);
+  // 253402300800 s is 10000-01-01: a larger value is a unit mix-up (or garbage), not a time.
+  constexpr double kMaxSeconds = 253402300800.0;
+  if (!number || v < 0 || v / (ms ? 1000.0 : 1.0) >= kMaxSeconds) {
+    return bad("\"" + std::string(text.substr(0, 40)) + "\" is not a time in " + (ms ? "milliseconds" : "seconds") +
+               " since 1970-01-01 UTC" +
+               (number && !ms && v >= kMaxSeconds ? " (milliseconds? set data.stream.event_time_unit: ms)" : ""));
+  }
+  return static_cast<int64_t>(std::llround(ms ? v : v * 1000.0));
+}
+
 bool StreamReader::Impl::Consume(Message& m, Ready* r) {
   ++r->messages;
-  r->newest_event_ms = std::max(r->newest_event_ms, m.timestamp_ms);
+  if (event_column < 0) r->newest_event_ms = std::max(r->newest_event_ms, m.timestamp_ms);
   last_id[static_cast<size_t>(m.partition)] = m.id;
   has_id[static_cast<size_t>(m.partition)] = true;
   if (!m.defect.empty()) return BadMessage(m, Where(m) + ": " + m.defect, r);
@@ -237,12 +280,19 @@ bool StreamReader::Impl::Consume(Message& m, Ready* r) {
     line = std::move(l).value();
     text = line;
   }
+  int64_t event_ms = 0;
+  if (event_column >= 0) {
+    Result<int64_t> t = EventTime(text);
+    if (!t.ok()) return BadMessage(m, Where(m) + ": " + t.status().message(), r);
+    event_ms = *t;
+  }
   bool kept = false;
   // The source is named only when the row is bad (no string per message on the hot path): with an
   // empty source the parser's message starts at ", column C: ...".
   if (Status s = parser->AddLine(text, {}, 0, &kept); !s.ok()) return BadMessage(m, Where(m) + s.message(), r);
   window.Add(false);
   if (!kept) ++r->filtered;
+  r->newest_event_ms = std::max(r->newest_event_ms, event_ms);
   return true;
 }
 
@@ -327,6 +377,9 @@ Result<std::unique_ptr<StreamReader>> StreamReader::Open(std::unique_ptr<Message
                                                          StreamReaderOptions options) {
   if (options.batch_size < 1) return InvalidArgumentError("the batch size must be >= 1");
   auto impl = std::make_unique<Impl>();
+  if (!config.event_time_column.empty()) {
+    RECTRAIN_ASSIGN_OR_RETURN(impl->event_column, EventColumn(config.event_time_column, *parser));
+  }
   impl->config = config;
   impl->options = std::move(options);
   impl->describe = source->Describe();

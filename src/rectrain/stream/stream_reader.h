@@ -70,7 +70,8 @@ struct StreamStats {
 class StreamReader final : public data::BatchReader {
  public:
   // Starts `source` at `start` (empty: StreamConfig::start) and the reading thread. `parser`
-  // was made with RowParser::Options::training. Errors: the source's Start errors.
+  // was made with RowParser::Options::training. Errors: InvalidArgument when
+  // config.event_time_column is not one of the parser's columns; the source's Start errors.
   static Result<std::unique_ptr<StreamReader>> Open(std::unique_ptr<MessageSource> source, const StreamConfig& config,
                                                     std::unique_ptr<data::RowParser> parser, const StreamPosition& start,
                                                     StreamReaderOptions options);
@@ -86,8 +87,8 @@ class StreamReader final : public data::BatchReader {
 
   // The position after the last batch Next() returned (the start position before the first).
   const StreamPosition& position() const;
-  // Event time (ms since the epoch) of the newest message in the batches returned so far; 0
-  // before the first.
+  // Event time (ms since the epoch) of the newest message in the batches returned so far
+  // (config.event_time_column's value, else the broker's time); 0 before the first.
   int64_t newest_event_ms() const;
   StreamEnd end_reason() const;
   // Records `position` with the broker (MessageSource::Commit).

@@ -1,7 +1,8 @@
 // StreamReader over real brokers: batches parse exactly as the row parser parses the same lines
 // and carry the position after their last message; bad messages are counted, logged,
 // dead-lettered and skipped until their share in the window stops the run; JSON rows; partial
-// batches after max_batch_wait_ms; deterministic turn-taking over partitions; the stop flag.
+// batches after max_batch_wait_ms; the event time from a column of the row; deterministic
+// turn-taking over partitions; the stop flag.
 #include "rectrain/stream/stream_reader.h"
 
 #include <gtest/gtest.h>
@@ -30,8 +31,8 @@ data::DataConfig CsvData() {
   return d;
 }
 
-std::unique_ptr<data::RowParser> Parser() {
-  auto p = data::RowParser::Create(CsvData(), data::RowLayout{.format = data::DataFormat::kCsv, .header = {}, .stats = {}},
+std::unique_ptr<data::RowParser> Parser(data::DataConfig d = CsvData()) {
+  auto p = data::RowParser::Create(std::move(d), data::RowLayout{.format = data::DataFormat::kCsv, .header = {}, .stats = {}},
                                    data::RowParser::Options{.training = true});
   EXPECT_TRUE(p.ok()) << p.status();
   return std::move(p).value();
@@ -65,11 +66,11 @@ class StreamReaderTest : public ::testing::Test {
     o.keys = keys;
     ASSERT_TRUE(ProduceFiles(o).ok());
   }
-  std::unique_ptr<StreamReader> Open(StreamReaderOptions o, const StreamPosition& at = {}) {
+  std::unique_ptr<StreamReader> Open(StreamReaderOptions o, const StreamPosition& at = {}, data::DataConfig d = CsvData()) {
     auto s = OpenSource(config_, 0, 1);
     EXPECT_TRUE(s.ok()) << s.status();
     if (!o.log) o.log = [this](const std::string& l) { log_.push_back(l); };
-    auto r = StreamReader::Open(std::move(s).value(), config_, Parser(), at, std::move(o));
+    auto r = StreamReader::Open(std::move(s).value(), config_, Parser(std::move(d)), at, std::move(o));
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? std::move(r).value() : nullptr;
   }
@@ -180,6 +181,49 @@ TEST_F(StreamReaderTest, JsonRowsByColumnNameAndTheirMistakes) {
   EXPECT_NE(log_[0].find("label 'label' is missing"), std::string::npos) << log_[0];
   EXPECT_NE(log_[1].find("unknown field \"size\""), std::string::npos) << log_[1];
   EXPECT_NE(log_[2].find("expected a JSON object"), std::string::npos) << log_[2];
+}
+
+TEST_F(StreamReaderTest, EventTimeComesFromTheConfiguredColumn) {
+  // The rows carry their own time (column ts); the broker's (the entry IDs: now) is not used. A
+  // row whose time is missing, not a number or implausible in the unit (1700000009000 s is
+  // after the year 10000) is a bad message like any other.
+  data::DataConfig d = CsvData();
+  d.schema.columns.push_back("ts");
+  Produce({"1,1,a,1700000000", "0,2,b,1700000005.25", "1,3,c,", "0,4,d,soon", "0,6,f,1700000009000", "1,7,g",
+           "1,5,e, 1700000001 "});
+  config_.event_time_column = "ts";
+  config_.max_bad_share = 1;
+  auto drain = [](StreamReader* r) {
+    int64_t rows = 0;
+    for (auto b = r->Next(); b.ok() && b->has_value(); b = r->Next()) rows += (*b)->size;
+    return rows;
+  };
+  auto r = Open({.batch_size = 2, .deterministic = true, .max_rows = 3}, {}, d);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(drain(r.get()), 3);
+  EXPECT_EQ(r->newest_event_ms(), 1700000005250);  // seconds, the decimal kept to the millisecond
+  EXPECT_EQ(r->stream_stats().bad, 4);
+  std::string all;
+  for (const auto& l : log_) all += l + "\n";
+  EXPECT_NE(all.find("data.stream.event_time_column ts: missing"), std::string::npos) << all;
+  EXPECT_NE(all.find("\"soon\" is not a time in seconds since 1970-01-01 UTC"), std::string::npos) << all;
+  EXPECT_NE(all.find("(milliseconds? set data.stream.event_time_unit: ms)"), std::string::npos) << all;
+  EXPECT_NE(all.find("no field ts"), std::string::npos) << all;  // the last row lacks the column
+  // In milliseconds (another group reads the same stream): 1700000009000 is the newest.
+  config_.event_time_unit = EventTimeUnit::kMilliseconds;
+  config_.group = "ms";
+  auto ms = Open({.batch_size = 2, .deterministic = true, .max_rows = 4}, {}, d);
+  ASSERT_NE(ms, nullptr);
+  EXPECT_EQ(drain(ms.get()), 4);
+  EXPECT_EQ(ms->newest_event_ms(), 1700000009000);
+  // A column the rows do not have stops the reader at the start, listing theirs.
+  config_.event_time_column = "time";
+  auto src = OpenSource(config_, 0, 1);
+  ASSERT_TRUE(src.ok());
+  auto none = StreamReader::Open(std::move(src).value(), config_, Parser(d), {}, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no column \"time\"; their columns are label, age, city, ts"), std::string::npos)
+      << none.status();
 }
 
 TEST_F(StreamReaderTest, APartialBatchIsHandedOverAfterTheWaitLimit) {

@@ -70,6 +70,21 @@ std::vector<std::string> SplitHeader(std::string_view line, char delimiter, bool
   return names;
 }
 
+std::optional<std::string_view> NthField(std::string_view line, char delimiter, bool quoting, int column,
+                                         std::string* scratch) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const char* p = line.data();
+  const char* end = p + line.size();
+  for (int c = 0;; ++c) {
+    const char *fb, *fe;
+    const char* next = ScanField(p, end, delimiter, quoting, scratch, &fb, &fe);
+    if (next == nullptr) return std::nullopt;
+    if (c == column) return std::string_view(fb, static_cast<size_t>(fe - fb));
+    if (next == end) return std::nullopt;
+    p = next + 1;
+  }
+}
+
 void RowBlock::Reset() {
   rows = 0;
   bad.clear();

@@ -52,6 +52,10 @@ inline uint64_t PremixSeed(uint64_t seed) { return 0xcbf29ce484222325ULL ^ Mix64
 
 // Splits a header line into column names (same quoting rules as data rows).
 std::vector<std::string> SplitHeader(std::string_view line, char delimiter, bool quoting);
+// Field `column` (0-based) of a delimited line (same quoting rules; a quoted field unescaped into
+// *scratch), or nullopt when the line has fewer fields or a bad quote up to it.
+std::optional<std::string_view> NthField(std::string_view line, char delimiter, bool quoting, int column,
+                                         std::string* scratch);
 
 enum class BadRowKind : uint8_t {
   kColumnCount, kBadDense, kBadLabel, kBadQuote, kBadNumber,
