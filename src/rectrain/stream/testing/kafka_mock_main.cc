@@ -6,7 +6,9 @@
 //
 // Writes the bootstrap list ("127.0.0.1:P,...") to BOOTSTRAPS_FILE once the brokers listen.
 // SIGUSR1 takes every broker down (connections drop, new ones are refused), SIGUSR2 brings them
-// back; SIGTERM or SIGINT ends it.
+// back; SIGTERM or SIGINT ends it. The mock keeps only the newest 5 MiB (and 100,000 produce
+// batches) of each partition and drops older batches silently (librdkafka 2.0.2, not settable):
+// give a topic enough partitions for the data it must hold (bench/online/ingest.py).
 #include <signal.h>
 
 #include <cstdio>
