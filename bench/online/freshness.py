@@ -48,7 +48,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ingest import free_port, log  # noqa: E402  (beside this script)
+from ingest import free_port, log, log_machine  # noqa: E402  (beside this script)
 
 
 def get(url, timeout=1.0):
@@ -132,8 +132,7 @@ def main():
     binary = os.path.join(a.build, "rectrain")
     work = a.work or tempfile.mkdtemp(prefix="rectrain_freshness_bench_")
     os.makedirs(work, exist_ok=True)
-    cpu = sorted(set(l for l in open("/proc/cpuinfo").read().split() if l.startswith("avx512")))
-    log(f"cpu flags: {' '.join(cpu) or 'no avx512'}; {os.cpu_count()} cpus")
+    log_machine()
     data = os.path.join(work, f"criteo_{a.rows}.tsv")
     if not os.path.exists(data):
         subprocess.run([binary, "data", "gen", "--rows", str(a.rows), "--out", data, "--seed", "1"], check=True,

@@ -61,6 +61,31 @@ def wait_for(pred, seconds, what):
     raise RuntimeError(f"timed out waiting for {what}")
 
 
+def log_machine():
+    """Logs the CPU's AVX-512 flags, the core count and the load average (docs: name the CPU)."""
+    cpu = sorted(set(w for w in open("/proc/cpuinfo").read().split() if w.startswith("avx512")))
+    log(f"cpu flags: {' '.join(cpu) or 'no avx512'}; {os.cpu_count()} cpus; load average {os.getloadavg()}")
+
+
+def start_redis(work):
+    """A private redis-server on a free loopback port, without persistence; (process, port) once
+    it accepts connections."""
+    redis_dir = os.path.join(work, "redis")
+    os.makedirs(redis_dir, exist_ok=True)
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", redis_dir, "--logfile", os.path.join(redis_dir, "redis.log")])
+
+    def up():
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
+    wait_for(up, 10, "redis-server")
+    return proc, port
+
+
 MOCK_PARTITION_BYTES = 4 << 20  # under the mock's 5 MiB per partition, with room for batch overhead
 
 
@@ -69,13 +94,8 @@ class Brokers:
     partitions, torn down on exit."""
 
     def __init__(self, build, work, partitions):
-        self.procs = []
-        redis_dir = os.path.join(work, "redis")
-        os.makedirs(redis_dir, exist_ok=True)
-        self.redis_port = free_port()
-        self.procs.append(subprocess.Popen(
-            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", redis_dir, "--logfile", os.path.join(redis_dir, "redis.log")]))
+        redis, self.redis_port = start_redis(work)
+        self.procs = [redis]
         boot = os.path.join(work, "bootstraps")
         if os.path.exists(boot):
             os.remove(boot)  # a previous run's (its brokers are gone)
@@ -84,8 +104,6 @@ class Brokers:
             stderr=open(os.path.join(work, "kafka_mock.log"), "w")))
         wait_for(lambda: os.path.exists(boot), 10, "the kafka mock")
         self.kafka = open(boot).read().strip()
-        wait_for(lambda: subprocess.run(["redis-cli", "-p", str(self.redis_port), "ping"], capture_output=True).returncode == 0
-                 if shutil.which("redis-cli") else True, 10, "redis-server")
 
     def cpu_seconds(self, kind):
         """User + system CPU seconds the broker process of `kind` has used so far."""
@@ -141,10 +159,9 @@ def main():
     data = os.path.join(work, f"criteo_{a.rows}.tsv")
     if not os.path.exists(data):
         subprocess.run([binary, "data", "gen", "--rows", str(a.rows), "--out", data, "--seed", "1"], check=True)
-    cpu = sorted(set(l for l in open("/proc/cpuinfo").read().split() if l.startswith("avx512")))
-    log(f"cpu flags: {' '.join(cpu) or 'no avx512'}; {os.cpu_count()} cpus")
+    log_machine()
     partitions = max(1, -(-os.path.getsize(data) // MOCK_PARTITION_BYTES))
-    log(f"load average {os.getloadavg()}; kafka topic of {partitions} partitions")
+    log(f"kafka topic of {partitions} partitions")
     brokers = Brokers(a.build, work, partitions)
     results = {"file": [], "redis": [], "kafka": []}
     per_cpu = {"file": [], "redis": [], "kafka": []}

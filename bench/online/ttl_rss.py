@@ -42,7 +42,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ingest import free_port, log, wait_for  # noqa: E402  (beside this script)
+from ingest import log, log_machine, start_redis  # noqa: E402  (beside this script)
 
 
 def resp(*args):
@@ -139,24 +139,12 @@ def main():
     binary = os.path.join(a.build, "rectrain")
     work = a.work or tempfile.mkdtemp(prefix="rectrain_ttl_rss_")
     os.makedirs(work, exist_ok=True)
-    cpu = sorted(set(w for w in open("/proc/cpuinfo").read().split() if w.startswith("avx512")))
-    log(f"cpu flags: {' '.join(cpu) or 'no avx512'}; {os.cpu_count()} cpus; load {os.getloadavg()}")
-    port = free_port()
-    redis_dir = os.path.join(work, "redis")
-    os.makedirs(redis_dir, exist_ok=True)
-    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "no", "--dir", redis_dir, "--logfile", os.path.join(redis_dir, "redis.log")])
+    log_machine()
+    redis, port = start_redis(work)
     trainer = None
     producer = None
     samples = []
     try:
-        def redis_up():
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return True
-            except OSError:
-                return False
-        wait_for(redis_up, 10, "redis-server")
         # The stream stays ahead of the trainer by far less than this at --rate; the trim only
         # bounds Redis's own memory, it never removes an entry the trainer has not read.
         producer = Producer(port, "events", a.rate, a.new_fields, a.vocab, max(100000, a.rate * 120))
