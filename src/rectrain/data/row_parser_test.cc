@@ -132,6 +132,20 @@ TEST(RowParserTest, LineFromFieldsQuotesOrRefuses) {
   EXPECT_NE(refused.status().message().find("field 'C1' contains the delimiter"), std::string::npos) << refused.status();
 }
 
+TEST(RowParserTest, FieldReadsOneColumnWithTheQuotingRules) {
+  TempDir dir;
+  auto parser = ParserFromReader(CsvConfig(dir.Write("d.csv", kCsv)));
+  ASSERT_TRUE(parser.ok());
+  RowParser& p = **parser;
+  EXPECT_EQ(*p.Field("1,25,10,\"new \"\"york\"\", ny\",a|b", 3), "new \"york\", ny");  // unescaped
+  EXPECT_EQ(*p.Field("1,25,10,\"new york, ny\",a|b", 4), "a|b");  // the quoted delimiter is no boundary
+  EXPECT_EQ(*p.Field("1,,10,x,\r", 1), "");
+  EXPECT_EQ(*p.Field("1,25,10,x,t\r", 4), "t");
+  EXPECT_FALSE(p.Field("1,25", 3).ok());              // fewer fields
+  EXPECT_FALSE(p.Field("1,25,\"10,x,y", 4).ok());     // a quote that never closes
+  EXPECT_FALSE(p.Field("1,25,10,x,y", 5).ok());       // no such column
+}
+
 TEST(RowParserTest, BadLinesNameRowAndField) {
   TempDir dir;
   auto parser = ParserFromReader(CsvConfig(dir.Write("d.csv", kCsv)));
