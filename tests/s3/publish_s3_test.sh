@@ -6,8 +6,9 @@
 #  2. A server started on version 1 follows deltas 2..4 under wrk load with no failed request,
 #     applying them to the version it serves; a server started on an empty cache fetches the
 #     newest delta's chain; both score bit for bit as `rectrain export` of the last model.
-#  3. A run with train.publish.to s3://: versions staged in RUN/publish-staging and uploaded; the
-#     newest served from the bucket scores as the export of the run's final model.
+#  3. A run with train.publish.to s3:// (full_every 0): versions staged in RUN/publish-staging and
+#     uploaded, the staging directory pruned to the full export and the newest delta; the newest
+#     served from the bucket scores as the export of the run's final model.
 #  4. The store killed (SIGKILL) while a run trained from a Redis stream publishes: the failures
 #     are counted and logged, training goes on, publishing recovers once the store is back, and
 #     a server that lost the store meanwhile ends on the last version, bit-equal to the export.
@@ -117,7 +118,7 @@ seed: 3
 deterministic: true
 data: {train: tr.tsv, format: criteo, batch_size: 64}
 model: {type: deepfm, embedding_dim: 8, hidden: [32]}
-train: {epochs: 1, publish: {to: 's3://data/trained', every_s: 0.02, full_every: 2}}
+train: {epochs: 1, publish: {to: 's3://data/trained', every_s: 0.02, full_every: 0}}
 tracking: {enabled: false}
 CFG
 "$B" train pub.yaml --run-dir run3 --no-progress >run3.log 2>&1 || { cat run3.log; fail "training run3"; }
@@ -125,7 +126,9 @@ grep -q "publish: the model goes to s3://data/trained" run3.log || fail "no publ
 grep -q "cannot publish" run3.log && fail "a publish failed: $(cat run3.log)"
 n=$(boto list data trained/ | python3 -c 'import json,sys; print(len({k.split("/")[1] for k,_,_ in json.load(sys.stdin) if k.endswith("/manifest.json")}))')
 [ "$n" -ge 3 ] || fail "$n versions published (want 3 or more)"
-ls run3/publish-staging | grep -q '^[0-9]*$' || fail "nothing staged in run3/publish-staging"
+# Only a full export then deltas (full_every 0): staging keeps the full export and the newest delta.
+staged=$(ls run3/publish-staging | grep -c '^[0-9]*$' || true)
+[ "$staged" = 2 ] || fail "run3/publish-staging holds $staged versions after $n published (want the full export and the newest)"
 start_serve s3://data/trained "$W/cache3" serve3.log
 SERVE2_PID=$LAST_PID
 wait_version "$SERVE_PORT" "$n" serve3.log

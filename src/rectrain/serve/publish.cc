@@ -287,10 +287,11 @@ Status Publisher::Upload(int64_t version) const {
   return OkStatus();
 }
 
-void Publisher::PruneStaging(int64_t full) const {
+void Publisher::PruneStaging(bool keep_oldest, int64_t newest) const {
   std::error_code ec;
-  for (const auto& [v, dir] : ListVersions(local_)) {
-    if (v != full) fs::remove_all(dir, ec);
+  const auto versions = ListVersions(local_);  // newest first
+  for (const auto& [v, dir] : versions) {
+    if (v != newest && !(keep_oldest && v == versions.back().first)) fs::remove_all(dir, ec);
   }
 }
 
@@ -347,10 +348,11 @@ Result<PublishReport> Publisher::Publish(const ModelSnapshot& source) {
   if (full) {
     RECTRAIN_ASSIGN_OR_RETURN(view_, Predictor::Load(out, options_.view));
     deltas_since_full_ = 0;
-    if (!remote_.empty()) PruneStaging(version);
+    if (!remote_.empty()) PruneStaging(/*keep_oldest=*/false, version);
   } else {
     RECTRAIN_ASSIGN_OR_RETURN(view_, view_->ApplyDelta(out));
     ++deltas_since_full_;
+    if (!remote_.empty()) PruneStaging(/*keep_oldest=*/true, version);
   }
   view_version_ = newest_ = version;
   report.seconds = sw.Seconds();

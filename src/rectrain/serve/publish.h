@@ -122,7 +122,13 @@ class Publisher {
   // Uploads the staged version `version` (manifest.json last) to the object store.
   Status Upload(int64_t version) const;
   // Removes staged versions the view does not rest on (all but `full` after a full export).
-  void PruneStaging(int64_t full) const;
+  // Of an object store: removes the staged versions but `newest` and, with keep_oldest, the
+  // oldest (the full export the view rests on: staging is emptied when the publisher opens and
+  // each full export prunes the rest, so the oldest staged version is always that one). The view
+  // holds every applied delta's rows in memory and the store holds each version (a new publisher
+  // fetches the chain), so the staging directory of a never-ending run with full_every 0 stays two
+  // versions in size.
+  void PruneStaging(bool keep_oldest, int64_t newest) const;
 
   PublishOptions options_;
   std::string remote_;          // the object store prefix; empty: versions_dir is local
