@@ -139,6 +139,16 @@ class OnlineTrainTest : public ::testing::TestWithParam<std::string> {
                            "--quiet"},
                           dir_ + "/produce.log");
   }
+  // The run `killed` (killed and resumed) completed on every row with the model of a run of the
+  // same stream that was never interrupted (trained here, in dir_/whole).
+  void ExpectTheUninterruptedModel(const std::string& killed) {
+    const std::string whole = dir_ + "/whole";
+    ASSERT_EQ(TrainToEnd({Config("whole", "whole"), "--run-dir", whole}, dir_ + "/whole.log"), 0) << ReadAll(dir_ + "/whole.log");
+    ExpectSameModel(whole, killed);
+    const nlohmann::json s = Summary(killed);
+    EXPECT_EQ(s["train"]["rows_read"], kRows);
+    EXPECT_EQ(s["status"], "completed");
+  }
   // Same dense parameters and optimizer state, same embedding rows (by id).
   static void ExpectSameModel(const std::string& a, const std::string& b) {
     ASSERT_TRUE(fs::exists(a + "/model/dense.bin")) << a;
@@ -195,13 +205,8 @@ TEST_P(OnlineTrainTest, KillNineAtRandomMomentsGivesTheUninterruptedModel) {
   ASSERT_EQ(rc, 0) << ReadAll(killed + "/train.log");
   EXPECT_GE(kills, 1);
   ASSERT_EQ(WaitFor(producer, std::chrono::seconds(60)), 0) << ReadAll(dir_ + "/produce.log");
-  const std::string whole = dir_ + "/whole";
-  ASSERT_EQ(TrainToEnd({Config("whole", "whole"), "--run-dir", whole}, dir_ + "/whole.log"), 0) << ReadAll(dir_ + "/whole.log");
-  ExpectSameModel(whole, killed);
-  const nlohmann::json s = Summary(killed);
-  EXPECT_EQ(s["train"]["rows_read"], kRows);
-  EXPECT_EQ(s["status"], "completed");
-  EXPECT_GE(s["online"]["commits"].get<int64_t>(), 1);
+  ExpectTheUninterruptedModel(killed);
+  EXPECT_GE(Summary(killed)["online"]["commits"].get<int64_t>(), 1);
   const std::string log = ReadAll(killed + "/train.log");
   EXPECT_NE(log.find("at the checkpoint's position"), std::string::npos);
   EXPECT_NE(log.find("reached train.max_rows = 6000"), std::string::npos);
@@ -314,12 +319,7 @@ TEST_P(OnlineTrainTest, KillNineWhileADeltaIsWrittenResumesFromTheChain) {
   for (const std::string& dir : resumed_from) std::printf(" %s (delta %lld)", dir.c_str(), static_cast<long long>(chain_of[dir]));
   std::printf("\n");
   // The uninterrupted run checkpoints whole (checkpoint_every_steps 2): deltas change nothing.
-  const std::string whole = dir_ + "/whole";
-  ASSERT_EQ(TrainToEnd({Config("whole", "whole"), "--run-dir", whole}, dir_ + "/whole.log"), 0) << ReadAll(dir_ + "/whole.log");
-  ExpectSameModel(whole, killed);
-  const nlohmann::json s = Summary(killed);
-  EXPECT_EQ(s["train"]["rows_read"], kRows);
-  EXPECT_EQ(s["status"], "completed");
+  ExpectTheUninterruptedModel(killed);
 }
 
 TEST_P(OnlineTrainTest, ABrokerGoneMidStreamLosesNothingAndRepeatsNothing) {
